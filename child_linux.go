@@ -1,0 +1,162 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// spawnSpec is everything needed to start one command.
+type spawnSpec struct {
+	path      string
+	args      []string
+	dir       string
+	env       []string
+	stdinPipe bool // pipe mode: keep stdin open for write/eof
+	pty       bool
+	cols      uint16
+	rows      uint16
+}
+
+// spawned is a started command and the descriptors the session owns.
+type spawned struct {
+	child   child
+	outputs []*os.File // stdout, stderr; or the PTY master alone
+	stdin   *os.File   // nil when the child reads EOF; the PTY master in PTY mode
+}
+
+// osChild is a real process. It waits on a pidfd through the runtime's
+// netpoller, so an idle session holds no OS thread (a blocking wait4 would
+// hold one per child, and past 10,000 threads the Go runtime aborts).
+type osChild struct {
+	cmd   *exec.Cmd
+	pidfd *os.File // nil when pidfd_open is unavailable
+
+	mu     sync.Mutex // guards reaped
+	reaped bool       // after reaping, the pgid may be reused: never signal it
+}
+
+func (c *osChild) pid() int { return c.cmd.Process.Pid }
+
+// awaitExit blocks until the leader has exited, without reaping it, so the
+// process group id stays valid for a final SIGKILL.
+func (c *osChild) awaitExit() error {
+	if c.pidfd == nil {
+		// No pidfd (old kernel): a blocking waitid that leaves the zombie.
+		for {
+			var info unix.Siginfo
+			err := unix.Waitid(unix.P_PID, c.pid(), &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if err != unix.EINTR {
+				return err
+			}
+		}
+	}
+	rc, err := c.pidfd.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Read(func(fd uintptr) bool {
+		// A pidfd becomes readable when the process exits.
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		return err != nil || n > 0
+	})
+}
+
+func (c *osChild) signalGroup(sig syscall.Signal) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reaped {
+		return nil
+	}
+	err := unix.Kill(-c.pid(), sig)
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// reap collects the leader's exit status; the leader has already exited, so
+// this does not block.
+func (c *osChild) reap() (syscall.WaitStatus, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reaped = true
+	_ = c.cmd.Wait() // non-zero exits are a status here, not an error
+	if c.pidfd != nil {
+		_ = c.pidfd.Close()
+	}
+	if c.cmd.ProcessState == nil {
+		return 0, errors.New("bgexec: process state unavailable")
+	}
+	return c.cmd.ProcessState.Sys().(syscall.WaitStatus), nil
+}
+
+// startChild spawns spec. On error nothing is left running and every
+// descriptor is closed.
+func startChild(spec *spawnSpec) (sp *spawned, err error) {
+	cmd := &exec.Cmd{Path: spec.path, Args: spec.args, Dir: spec.dir, Env: spec.env}
+	var closeAfterStart, closeOnError []*os.File
+	defer func() {
+		for _, f := range closeAfterStart {
+			_ = f.Close()
+		}
+		if err != nil {
+			for _, f := range closeOnError {
+				_ = f.Close()
+			}
+		}
+	}()
+	sp = &spawned{}
+	if spec.pty {
+		master, tty, err := openPTY(spec.cols, spec.rows)
+		if err != nil {
+			return nil, fmt.Errorf("open pty: %w", err)
+		}
+		closeAfterStart = append(closeAfterStart, tty)
+		closeOnError = append(closeOnError, master)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		sp.outputs = []*os.File{master}
+		sp.stdin = master
+	} else {
+		for range 2 {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return nil, err
+			}
+			closeAfterStart = append(closeAfterStart, w)
+			closeOnError = append(closeOnError, r)
+			sp.outputs = append(sp.outputs, r)
+		}
+		// The child's ends are the write ends.
+		cmd.Stdout, cmd.Stderr = closeAfterStart[0], closeAfterStart[1]
+		if spec.stdinPipe {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return nil, err
+			}
+			closeAfterStart = append(closeAfterStart, r)
+			closeOnError = append(closeOnError, w)
+			cmd.Stdin = r
+			sp.stdin = w
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &osChild{cmd: cmd}
+	if fd, err := unix.PidfdOpen(cmd.Process.Pid, unix.PIDFD_NONBLOCK); err == nil {
+		c.pidfd = os.NewFile(uintptr(fd), "pidfd")
+	}
+	sp.child = c
+	return sp, nil
+}

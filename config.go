@@ -1,0 +1,299 @@
+package bgexec
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Documented defaults and clamps. They are constants, never mutated.
+const (
+	// DefaultYieldMs is the default yield window of exec in milliseconds.
+	DefaultYieldMs = 10000
+	// MinYieldMs and MaxYieldMs clamp a per-call or configured yield window (ms).
+	MinYieldMs = 10
+	// MaxYieldMs is the largest yield window in milliseconds.
+	MaxYieldMs = 120000
+	// DefaultTimeoutSec is the default exec timeout in seconds.
+	DefaultTimeoutSec = 1800
+	// DefaultJobTTLMs is how long a finished background session is kept (ms).
+	DefaultJobTTLMs = 1800000
+	// MinJobTTLMs and MaxJobTTLMs clamp the finished-session TTL (ms).
+	MinJobTTLMs = 60000
+	// MaxJobTTLMs is the largest finished-session TTL in milliseconds.
+	MaxJobTTLMs = 10800000
+	// DefaultMaxOutputChars is the aggregate output cap per session, in characters (code points).
+	DefaultMaxOutputChars = 200000
+	// DefaultPendingMaxOutputChars is the per-stream cap on output not yet returned by poll.
+	DefaultPendingMaxOutputChars = 30000
+	// MinOutputChars and MaxOutputChars clamp both output caps (characters).
+	MinOutputChars = 1000
+	// MaxOutputChars is the largest output cap in characters.
+	MaxOutputChars = 200000
+	// DefaultKillGrace is the time between SIGTERM and SIGKILL.
+	DefaultKillGrace = 3 * time.Second
+	// DefaultDrainTimeout bounds how long output is still read after the
+	// command exited, while something outside its process group holds the pipe.
+	DefaultDrainTimeout = 2 * time.Second
+	// DefaultShellMarker is the environment entry every child gets.
+	DefaultShellMarker = "OPENCLAW_SHELL=exec"
+	// maxTimeoutSec bounds an absurd per-call timeout (30 days).
+	maxTimeoutSec = 30 * 24 * 3600
+)
+
+// Environment variables read by [ConfigFromEnv]. Their names are part of the contract.
+const (
+	EnvYieldMs               = "PI_BASH_YIELD_MS"
+	EnvMaxOutputChars        = "PI_BASH_MAX_OUTPUT_CHARS"
+	EnvPendingMaxOutputChars = "OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS"
+	EnvJobTTLMs              = "PI_BASH_JOB_TTL_MS"
+	EnvNotifyOnExit          = "OPENCLAW_EXEC_NOTIFY_ON_EXIT"
+	EnvNotifyOnExitEmpty     = "OPENCLAW_EXEC_NOTIFY_ON_EXIT_EMPTY_SUCCESS"
+)
+
+// Config configures a [Registry]. The zero value means the documented
+// defaults; [NewRegistry] copies it and never writes back into it. A Config
+// may be shared between goroutines as long as nobody mutates it.
+type Config struct {
+	// YieldMs is the default yield window in milliseconds (tools.exec.backgroundMs).
+	// Zero means 10000. Clamped to 10 … 120000.
+	YieldMs int
+	// TimeoutSec is the default exec timeout in seconds (tools.exec.timeoutSec).
+	// Zero means 1800; negative means no timeout.
+	TimeoutSec float64
+	// JobTTLMs is how long a finished background session is kept, in
+	// milliseconds, measured from its end (tools.exec.cleanupMs). Zero means
+	// 1800000. Clamped to 60000 … 10800000.
+	JobTTLMs int64
+	// MaxOutputChars caps the aggregated output kept per session, in
+	// characters (Unicode code points). Zero means 200000. Clamped to 1000 … 200000.
+	MaxOutputChars int
+	// PendingMaxOutputChars caps, per stream, the output a poll has not yet
+	// returned. Zero means 30000. Clamped to 1000 … 200000 and never above MaxOutputChars.
+	PendingMaxOutputChars int
+	// NotifyOnExit controls exit notifications of backgrounded sessions
+	// (tools.exec.notifyOnExit). Nil means true.
+	NotifyOnExit *bool
+	// NotifyOnExitEmptySuccess also notifies for successful runs that printed
+	// nothing (tools.exec.notifyOnExitEmptySuccess). Default false.
+	NotifyOnExitEmptySuccess bool
+	// Notifier receives exit notifications. Nil means none are sent.
+	Notifier Notifier
+	// KillGrace is the time between SIGTERM and SIGKILL for kill, timeout,
+	// remove and Close. Zero means 3s.
+	KillGrace time.Duration
+	// DrainTimeout bounds how long output is still read after the command's
+	// process group ended while a process outside it (one that called setsid)
+	// keeps the pipe open. Zero means 2s.
+	DrainTimeout time.Duration
+	// Shell is the shell binary; the command runs as [Shell, "-c", command].
+	// Empty means $SHELL, or sh when $SHELL is unset; when $SHELL is fish,
+	// bash from PATH (else sh).
+	Shell string
+	// Workdir is the default working directory. Empty means the process's cwd.
+	Workdir string
+	// BackgroundDisabled makes exec synchronous: the embedding runtime does not
+	// offer the process tool, so yieldMs and background are ignored (with a warning).
+	BackgroundDisabled bool
+	// ShellMarker is the "KEY=VALUE" entry added to every child's
+	// environment. Empty means "OPENCLAW_SHELL=exec".
+	ShellMarker string
+	// ExtraBlockedEnvKeys extends the environment blocklist of SPEC §3.4:
+	// these keys are dropped from the inherited environment and refused as overrides.
+	ExtraBlockedEnvKeys []string
+	// ExtraOverrideOnlyEnvKeys extends the list of keys refused as per-call
+	// overrides but kept when inherited.
+	ExtraOverrideOnlyEnvKeys []string
+	// Host is the configured exec host (tools.exec.host): "auto" (default),
+	// "gateway", "sandbox" or "node". This build runs commands on the gateway
+	// (this machine) only: "auto" resolves to "gateway", and "sandbox"/"node"
+	// are refused by NewRegistry until a runner for them exists.
+	Host string
+	// Security is the configured exec security level: "full" (default),
+	// "allowlist" or "deny". A call may only make it stricter.
+	Security string
+	// Ask is the configured approval mode: "off" (default), "on-miss" or
+	// "always". A call may only make it stricter.
+	Ask string
+	// Allowlist lists command verbs (first word, e.g. "git", "npm") that run
+	// without approval under security "allowlist".
+	Allowlist []string
+	// Approver decides commands that need approval (ask "always", or "on-miss"
+	// for commands not on the allowlist). Nil refuses them.
+	Approver Approver
+	// Elevation gates elevated:true. Nil refuses elevated runs.
+	Elevation ElevationPolicy
+}
+
+// ConfigFromEnv returns the defaults overlaid with the environment
+// variables PI_BASH_YIELD_MS, PI_BASH_MAX_OUTPUT_CHARS,
+// OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS and PI_BASH_JOB_TTL_MS (clamped as
+// documented on [Config]), plus OPENCLAW_EXEC_NOTIFY_ON_EXIT and
+// OPENCLAW_EXEC_NOTIFY_ON_EXIT_EMPTY_SUCCESS ("true"/"false"/"1"/"0").
+// A value that does not parse is ignored and the default stays. getenv is
+// usually os.Getenv; nil means os.Getenv.
+func ConfigFromEnv(getenv func(string) string) Config {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var c Config
+	if v, ok := envInt(getenv, EnvYieldMs); ok {
+		c.YieldMs = int(clamp(v, MinYieldMs, MaxYieldMs))
+	}
+	if v, ok := envInt(getenv, EnvMaxOutputChars); ok {
+		c.MaxOutputChars = int(clamp(v, MinOutputChars, MaxOutputChars))
+	}
+	if v, ok := envInt(getenv, EnvPendingMaxOutputChars); ok {
+		c.PendingMaxOutputChars = int(clamp(v, MinOutputChars, MaxOutputChars))
+	}
+	if v, ok := envInt(getenv, EnvJobTTLMs); ok {
+		c.JobTTLMs = clamp(v, MinJobTTLMs, MaxJobTTLMs)
+	}
+	if v, err := strconv.ParseBool(strings.TrimSpace(getenv(EnvNotifyOnExit))); err == nil {
+		c.NotifyOnExit = &v
+	}
+	if v, err := strconv.ParseBool(strings.TrimSpace(getenv(EnvNotifyOnExitEmpty))); err == nil {
+		c.NotifyOnExitEmptySuccess = v
+	}
+	return c
+}
+
+func envInt(getenv func(string) string, key string) (int64, bool) {
+	s := strings.TrimSpace(getenv(key))
+	if s == "" {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v != v { // NaN
+		return 0, false
+	}
+	if v > 1e15 {
+		v = 1e15
+	} else if v < -1e15 {
+		v = -1e15
+	}
+	return int64(v), true
+}
+
+func clamp[T int | int64 | float64](v, lo, hi T) T {
+	return max(lo, min(v, hi))
+}
+
+// settings is the resolved, validated form of Config used internally.
+type settings struct {
+	yield          time.Duration
+	timeout        time.Duration // 0 = none
+	ttl            time.Duration
+	maxChars       int
+	pendingChars   int
+	notifyOnExit   bool
+	notifyEmpty    bool
+	notifier       Notifier
+	killGrace      time.Duration
+	drainTimeout   time.Duration
+	shell          string
+	workdir        string
+	backgroundOff  bool
+	marker         string
+	host           string
+	security       securityLevel
+	ask            askMode
+	allowlist      []string
+	approver       Approver
+	elevation      ElevationPolicy
+	extraBlocked   []string
+	extraOverrides []string
+}
+
+func resolveConfig(c Config, getenv func(string) string) (settings, error) {
+	s := settings{
+		yield:          time.Duration(DefaultYieldMs) * time.Millisecond,
+		timeout:        DefaultTimeoutSec * time.Second,
+		ttl:            DefaultJobTTLMs * time.Millisecond,
+		maxChars:       DefaultMaxOutputChars,
+		pendingChars:   DefaultPendingMaxOutputChars,
+		notifyOnExit:   c.NotifyOnExit == nil || *c.NotifyOnExit,
+		notifyEmpty:    c.NotifyOnExitEmptySuccess,
+		notifier:       c.Notifier,
+		killGrace:      DefaultKillGrace,
+		drainTimeout:   DefaultDrainTimeout,
+		backgroundOff:  c.BackgroundDisabled,
+		marker:         DefaultShellMarker,
+		approver:       c.Approver,
+		elevation:      c.Elevation,
+		allowlist:      append([]string(nil), c.Allowlist...),
+		extraBlocked:   append([]string(nil), c.ExtraBlockedEnvKeys...),
+		extraOverrides: append([]string(nil), c.ExtraOverrideOnlyEnvKeys...),
+	}
+	if c.YieldMs != 0 {
+		s.yield = time.Duration(clamp(c.YieldMs, MinYieldMs, MaxYieldMs)) * time.Millisecond
+	}
+	switch {
+	case c.TimeoutSec < 0:
+		s.timeout = 0
+	case c.TimeoutSec > 0:
+		s.timeout = time.Duration(min(c.TimeoutSec, maxTimeoutSec) * float64(time.Second))
+	}
+	if c.JobTTLMs != 0 {
+		s.ttl = time.Duration(clamp(c.JobTTLMs, MinJobTTLMs, MaxJobTTLMs)) * time.Millisecond
+	}
+	if c.MaxOutputChars != 0 {
+		s.maxChars = clamp(c.MaxOutputChars, MinOutputChars, MaxOutputChars)
+	}
+	if c.PendingMaxOutputChars != 0 {
+		s.pendingChars = clamp(c.PendingMaxOutputChars, MinOutputChars, MaxOutputChars)
+	}
+	s.pendingChars = min(s.pendingChars, s.maxChars)
+	if c.KillGrace > 0 {
+		s.killGrace = c.KillGrace
+	}
+	if c.DrainTimeout > 0 {
+		s.drainTimeout = c.DrainTimeout
+	}
+	if c.ShellMarker != "" {
+		if k, _, ok := strings.Cut(c.ShellMarker, "="); !ok || k == "" {
+			return s, fmt.Errorf("bgexec: ShellMarker %q must have the form KEY=VALUE", c.ShellMarker)
+		}
+		s.marker = c.ShellMarker
+	}
+	s.shell = c.Shell
+	if s.shell == "" {
+		s.shell = defaultShell(getenv)
+	}
+	if c.Workdir != "" {
+		st, err := os.Stat(c.Workdir)
+		if err != nil || !st.IsDir() {
+			return s, fmt.Errorf("bgexec: Workdir %q is not an existing directory", c.Workdir)
+		}
+		s.workdir = c.Workdir
+	}
+	var err error
+	if s.host, err = resolveHost(c.Host); err != nil {
+		return s, err
+	}
+	if s.security, err = parseSecurity(c.Security); err != nil {
+		return s, fmt.Errorf("bgexec: Config.Security: %w", err)
+	}
+	if s.ask, err = parseAsk(c.Ask); err != nil {
+		return s, fmt.Errorf("bgexec: Config.Ask: %w", err)
+	}
+	return s, nil
+}
+
+// defaultShell picks the shell per SPEC §3.2.
+func defaultShell(getenv func(string) string) string {
+	sh := strings.TrimSpace(getenv("SHELL"))
+	if sh == "" {
+		return "sh"
+	}
+	base := sh[strings.LastIndexByte(sh, '/')+1:]
+	if base == "fish" {
+		if p, err := lookPath("bash"); err == nil {
+			return p
+		}
+		return "sh"
+	}
+	return sh
+}

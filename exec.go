@@ -1,0 +1,362 @@
+package bgexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/bgexec/bgexec/internal/keys"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ExecRequest is the exec tool's parameters (SPEC §3.1). Field names and JSON
+// names mirror the tool schema.
+type ExecRequest struct {
+	// Command is the shell command line. Required; blank is a failure.
+	Command string `json:"command"`
+	// Workdir is the working directory. Empty means Config.Workdir, else the
+	// process's cwd. A directory that does not exist falls back to
+	// Config.Workdir, else $HOME, with a warning.
+	Workdir string `json:"workdir,omitzero"`
+	// Env is merged over the inherited environment after the security rules
+	// of SPEC §3.4; a refused key fails the call and nothing is spawned.
+	Env map[string]string `json:"env,omitzero"`
+	// YieldMs is the yield window in milliseconds: after it, a still running
+	// command moves to the background. Nil means Config.YieldMs (10000).
+	// Clamped to 10 … 120000; zero or negative become 10.
+	YieldMs *float64 `json:"yieldMs,omitzero"`
+	// Background returns "running" at once.
+	Background bool `json:"background,omitzero"`
+	// Timeout ends the process after this many seconds (fractions allowed),
+	// in the foreground and in the background. Nil means Config.TimeoutSec
+	// (1800); zero or negative means no timeout; at most 30 days.
+	Timeout *float64 `json:"timeout,omitzero"`
+	// PTY runs the command under a pseudo-terminal (120×30, one merged stream).
+	PTY bool `json:"pty,omitzero"`
+	// Elevated runs outside the sandbox when the runtime allows it (SPEC §9).
+	Elevated bool `json:"elevated,omitzero"`
+	// Host is auto (default), sandbox, gateway or node; it must match the configured host.
+	Host string `json:"host,omitzero"`
+	// Security is deny, allowlist or full; it may only be stricter than configured.
+	Security string `json:"security,omitzero"`
+	// Ask is off, on-miss or always; it may only be stricter than configured.
+	Ask string `json:"ask,omitzero"`
+	// Stdin is "closed" (default: the child reads EOF at once) or "pipe"
+	// (kept open for process write/eof). An addition to the reference schema.
+	// PTY sessions always have a writable terminal.
+	Stdin string `json:"stdin,omitzero"`
+}
+
+// Exec runs req.Command (the exec tool). It returns when the command exits
+// (a foreground result), when the yield window ends or at once with
+// Background (a "running" result with a session id), or, when background
+// execution is disabled, when the command exits or times out.
+//
+// ctx bounds the call, never a backgrounded process: if ctx ends before the
+// run moved to the background, the process group is killed and the ctx error
+// returned. A Go error means the call could not be made (nil request,
+// registry closed, ctx ended); everything else is a Result. Exec panics on a
+// nil ctx. Safe for concurrent use.
+func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
+	if ctx == nil {
+		panic("bgexec: Exec with nil context")
+	}
+	if req == nil {
+		return nil, errors.New("bgexec: exec: nil request")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("bgexec: exec: %w", err)
+	}
+	if sc.reg.isClosed() {
+		return nil, ErrClosed
+	}
+	st := &sc.reg.cfg
+	if strings.TrimSpace(req.Command) == "" {
+		return failure("Provide a command to start."), nil
+	}
+	if strings.IndexByte(req.Command, 0) >= 0 {
+		return failure("The command contains a NUL byte; remove it and retry."), nil
+	}
+	if msg := sc.reg.env.ValidateOverrides(req.Env); msg != "" {
+		return failure(msg), nil
+	}
+	timeout, msg := resolveTimeout(req.Timeout, st.timeout)
+	if msg != "" {
+		return failure(msg), nil
+	}
+	stdinPipe := false
+	switch strings.ToLower(strings.TrimSpace(req.Stdin)) {
+	case "", "closed":
+	case "pipe":
+		stdinPipe = true
+	default:
+		return failure(fmt.Sprintf("Invalid stdin %q: use \"closed\" or \"pipe\".", req.Stdin)), nil
+	}
+	var warnings []string
+	cwd, warn := resolveWorkdir(req.Workdir, st.workdir)
+	if warn != "" {
+		warnings = append(warnings, warn)
+	}
+	if refusal, err := sc.checkPolicy(ctx, req, cwd); err != nil || refusal != "" {
+		if err != nil {
+			return nil, err
+		}
+		return failure(refusal), nil
+	}
+	sync := st.backgroundOff
+	if sync && (req.YieldMs != nil || req.Background) {
+		warnings = append(warnings, "Warning: background execution is disabled; running synchronously.")
+	}
+	yield := st.yield
+	if req.YieldMs != nil {
+		yield = clampYield(*req.YieldMs)
+	}
+
+	spec := &spawnSpec{
+		path:      st.shell,
+		args:      []string{st.shell, "-c", req.Command},
+		dir:       cwd,
+		stdinPipe: stdinPipe,
+		pty:       req.PTY,
+		cols:      DefaultPTYCols,
+		rows:      DefaultPTYRows,
+	}
+	if p, err := lookPath(st.shell); err == nil {
+		spec.path = p
+	}
+	extra := []string{st.marker}
+	if req.PTY && os.Getenv("TERM") == "" && req.Env["TERM"] == "" {
+		extra = append([]string{"TERM=" + DefaultTERM}, extra...)
+	}
+	spec.env = sc.reg.env.Merge(os.Environ(), req.Env, extra...)
+
+	start := time.Now()
+	sp, err := startChild(spec)
+	if err != nil && req.PTY {
+		warnings = append(warnings, fmt.Sprintf("Warning: PTY spawn failed (%v); retrying without PTY for `%s`.", err, req.Command))
+		spec.pty, spec.stdinPipe = false, true
+		sp, err = startChild(spec)
+	}
+	if err != nil {
+		return spawnFailure(warnings, err, cwd, start), nil
+	}
+	s := &session{
+		scope:     sc.key,
+		command:   req.Command,
+		name:      deriveName(req.Command),
+		cwd:       cwd,
+		pty:       spec.pty,
+		startedAt: start,
+		pid:       sp.child.pid(),
+		timeout:   timeout,
+		reg:       sc.reg,
+		c:         sp.child,
+		out:       newOutputBuf(st.maxChars, st.pendingChars),
+	}
+	for _, f := range sp.outputs {
+		s.outputs = append(s.outputs, f)
+	}
+	if sp.stdin != nil {
+		s.stdin = sp.stdin
+	}
+	if !spec.pty {
+		s.term.cursorMode = keys.CursorNormal
+	}
+	return sc.run(ctx, s, req.Background && !sync, yield, sync, warnings)
+}
+
+// run registers and starts s, then applies the yield state machine of SPEC §3.3.
+func (sc *Scope) run(ctx context.Context, s *session, background bool, yield time.Duration, sync bool, warnings []string) (*Result, error) {
+	if err := sc.reg.add(s); err != nil {
+		s.start()
+		s.forceKill(ExitReasonKilled)
+		<-s.done
+		return nil, err
+	}
+	s.start()
+	if background {
+		return sc.background(s, warnings), nil
+	}
+	var yieldC <-chan time.Time
+	if !sync {
+		t := time.NewTimer(yield)
+		defer t.Stop()
+		yieldC = t.C
+	}
+	select {
+	case <-s.done:
+	case <-yieldC:
+		if r := sc.background(s, warnings); r != nil {
+			return r, nil
+		}
+		// It ended while the window closed: report it in the foreground.
+	case <-ctx.Done():
+		s.forceKill(ExitReasonKilled)
+		<-s.done
+		sc.reg.forget(s)
+		return nil, fmt.Errorf("bgexec: exec: %w", ctx.Err())
+	}
+	sc.reg.forget(s)
+	return finishedResult(s, warnings), nil
+}
+
+// background marks s backgrounded and returns the running result, or nil
+// when s already ended (it then stays a foreground run).
+func (sc *Scope) background(s *session, warnings []string) *Result {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return nil
+	}
+	s.backgrounded = true
+	tail := s.out.agg.tail(tailChars)
+	s.mu.Unlock()
+	text := fmt.Sprintf("Command still running (session %s, pid %d). Use process (list/poll/log/write/kill/clear/remove) for follow-up.", s.id, s.pid)
+	return textResult(withWarnings(warnings, text), Details{
+		Status:    StatusRunning,
+		SessionID: s.id,
+		Pid:       s.pid,
+		StartedAt: s.startedAt.UnixMilli(),
+		Cwd:       s.cwd,
+		Tail:      tail,
+	})
+}
+
+// finishedResult is the foreground result of an ended session (SPEC §3.5).
+func finishedResult(s *session, warnings []string) *Result {
+	s.mu.Lock()
+	e := s.exit
+	agg := s.out.agg.String()
+	truncated := s.out.truncated()
+	dur := e.at.Sub(s.startedAt).Milliseconds()
+	timeout := s.timeout
+	s.mu.Unlock()
+
+	out := strings.TrimSpace(agg)
+	d := Details{
+		Status:     e.status(),
+		ExitCode:   e.code,
+		ExitReason: e.reason,
+		DurationMs: &dur,
+		Aggregated: agg,
+		Cwd:        s.cwd,
+	}
+	var text string
+	if d.Status == StatusCompleted {
+		text = out
+		if text == "" {
+			text = "(no output)"
+		}
+		if e.code != nil && *e.code != 0 {
+			text += fmt.Sprintf("\n\n(Command exited with code %d)", *e.code)
+		}
+	} else {
+		d.ExitSignal = e.signal
+		d.TimedOut = ptr(e.reason == ExitReasonTimeout)
+		reason := failureReason(&e, timeout)
+		if out != "" {
+			text = out + "\n\n" + reason
+		} else {
+			text = reason
+		}
+	}
+	return textResult(withWarnings(warnings, withNotice(text, truncated)), d)
+}
+
+// failureReason explains a failed end (SPEC §3.5).
+func failureReason(e *exitInfo, timeout time.Duration) string {
+	switch {
+	case e.reason == ExitReasonTimeout:
+		return fmt.Sprintf("Command timed out after %s seconds. If this command is expected to take longer, re-run with a higher timeout (e.g., exec timeout=300).", formatSeconds(timeout))
+	case e.signal != "":
+		return "Command aborted by signal " + e.signal
+	case e.code != nil && *e.code == 127:
+		return "Command not found"
+	case e.code != nil && *e.code == 126:
+		return "Command not executable (permission denied)"
+	case e.code != nil:
+		if e.reason == ExitReasonKilled {
+			return fmt.Sprintf("Command killed (it exited with code %d after the termination request)", *e.code)
+		}
+		return fmt.Sprintf("Command exited with code %d", *e.code)
+	}
+	return "Command failed"
+}
+
+func formatSeconds(d time.Duration) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", d.Seconds()), "0"), ".")
+}
+
+func spawnFailure(warnings []string, err error, cwd string, start time.Time) *Result {
+	dur := time.Since(start).Milliseconds()
+	return textResult(withWarnings(warnings, err.Error()), Details{
+		Status:     StatusFailed,
+		ExitReason: ExitReasonSpawnError,
+		DurationMs: &dur,
+		TimedOut:   ptr(false),
+		Cwd:        cwd,
+	})
+}
+
+// clampYield converts a yieldMs parameter: 10 … 120000 ms, zero, negative
+// and NaN become 10.
+func clampYield(ms float64) time.Duration {
+	if math.IsNaN(ms) || ms < MinYieldMs {
+		ms = MinYieldMs
+	}
+	return time.Duration(min(ms, MaxYieldMs) * float64(time.Millisecond))
+}
+
+// resolveTimeout converts a timeout parameter in seconds; a non-empty
+// message is a failure text.
+func resolveTimeout(sec *float64, def time.Duration) (time.Duration, string) {
+	if sec == nil {
+		return def, ""
+	}
+	v := *sec
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return 0, "Invalid timeout: pass a number of seconds (<= 0 for none)."
+	case v <= 0:
+		return 0, ""
+	case v > maxTimeoutSec:
+		return 0, fmt.Sprintf("Invalid timeout %g: the largest timeout is %d seconds (30 days); pass <= 0 for none.", v, maxTimeoutSec)
+	}
+	return time.Duration(v * float64(time.Second)), ""
+}
+
+// resolveWorkdir picks the working directory and the fallback warning.
+func resolveWorkdir(req, def string) (cwd, warning string) {
+	wd := strings.TrimSpace(req)
+	fallback := def
+	if fallback == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			fallback = h
+		} else {
+			fallback = "/"
+		}
+	}
+	if wd == "" {
+		if def != "" {
+			return def, ""
+		}
+		if c, err := os.Getwd(); err == nil {
+			return c, ""
+		}
+		return fallback, ""
+	}
+	if !filepath.IsAbs(wd) {
+		base := def
+		if base == "" {
+			base, _ = os.Getwd()
+		}
+		wd = filepath.Join(base, wd)
+	}
+	if st, err := os.Stat(wd); err == nil && st.IsDir() {
+		return wd, ""
+	}
+	return fallback, fmt.Sprintf("Warning: workdir %q is unavailable; using %q.", strings.TrimSpace(req), fallback)
+}

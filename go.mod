@@ -1,0 +1,11 @@
+module github.com/bgexec/bgexec
+
+go 1.26.0
+
+require (
+	github.com/creack/pty v1.1.24
+	github.com/stretchr/testify v1.12.1
+	golang.org/x/sys v0.50.0
+)
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect

@@ -1,0 +1,454 @@
+// Package termtext turns the raw bytes a child process writes to its stdout,
+// stderr or PTY master into clean, model-facing text.
+//
+// A [Cleaner] is a streaming decoder with a small, fixed amount of state. Feed
+// it every chunk read from one stream, in order, with [Cleaner.Append], and
+// call [Cleaner.Flush] once the stream has ended. It
+//
+//   - decodes UTF-8, joining a multi-byte sequence that was split across two
+//     reads and replacing every invalid byte with U+FFFD (one replacement per
+//     byte, exactly as a Go for-range loop or utf8.DecodeRune would do);
+//   - removes ANSI/ECMA-48 escape sequences whole, parameters included: CSI,
+//     OSC (ended by BEL or ST), DCS/SOS/PM/APC strings (ended by ST), and
+//     two-character or intermediate escapes such as ESC ( B, ESC =, ESC 7 or
+//     ESC # 8, whether they are introduced by ESC or by the equivalent C1
+//     code point (U+009B for CSI, U+009D for OSC, U+0090 for DCS, …);
+//   - removes the remaining C0 controls except TAB, LF and CR, DEL, the C1
+//     range U+0080–U+009F, Unicode format characters (category Cf, such as
+//     U+200B, U+200D, U+FEFF or U+202E) and surrogate code points;
+//   - reports, as [Events], the terminal requests that matter to a PTY
+//     bridge: cursor-position queries (ESC[6n, ESC[?6n) and changes of the
+//     cursor-key mode (DEC private mode 1, ESC[?1h / ESC[?1l).
+//
+// Parsing follows the DEC VT500-series state machine that xterm-compatible
+// terminals implement, so the text left over is what a terminal would have
+// shown as characters:
+//
+//   - A C0 control that arrives inside an escape or CSI sequence is acted on
+//     as it would be by a terminal (TAB, LF and CR are kept, the others are
+//     dropped) and the sequence continues.
+//   - CAN (0x18) and SUB (0x1A) cancel any sequence in progress; ESC always
+//     starts a new sequence, abandoning the one in progress (which is how
+//     ESC \ ends a string); any C1 code point likewise ends the sequence in
+//     progress (U+009C is ST).
+//   - Inside OSC and the other strings every control other than the
+//     terminators is swallowed together with the string.
+//   - A printable non-ASCII code point where an escape or CSI sequence
+//     expects an ASCII byte abandons the sequence; that code point is kept as
+//     text.
+//   - A sequence that reaches [MaxSequenceBytes] bytes without being
+//     terminated is abandoned: its bytes so far are dropped and what follows
+//     is treated as ordinary text. This keeps a stray ESC ] or ESC P from
+//     swallowing the rest of a stream.
+//
+// The cleaner never buffers sequence bytes, so its memory is constant (a few
+// dozen bytes) whatever it is fed. The common case, printable ASCII with TAB,
+// LF and CR, is scanned eight bytes at a time and copied in bulk.
+package termtext
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxSequenceBytes is the longest escape sequence or control string, in
+// input bytes including its introducer, that the cleaner follows. A
+// sequence still unterminated at this length is dropped and the cleaner
+// returns to plain text.
+const MaxSequenceBytes = 4096
+
+// Events reports the terminal control sequences seen in one Append call.
+// The sequences themselves are always removed from the text.
+type Events struct {
+	// CursorQueries is the number of cursor-position queries (ESC[6n or
+	// ESC[?6n) seen. A PTY bridge answers each one with ESC[1;1R.
+	CursorQueries int
+	// CursorMode is the last change of the cursor-key mode seen: 0 when
+	// there was none, +1 when it was ESC[?1h (application mode), -1 when it
+	// was ESC[?1l (normal mode). Mode 1 counts also inside a parameter list
+	// such as ESC[?1;1049h.
+	CursorMode int
+}
+
+// Cleaner is the decoding and cleaning state of one output stream. The zero
+// value is ready to use; use one Cleaner per stream (stdout, stderr, PTY).
+// It keeps at most three carried UTF-8 bytes and a few counters, so its
+// memory stays constant whatever is written. A Cleaner is not safe for
+// concurrent use.
+type Cleaner struct {
+	st     state
+	carry  [utf8.UTFMax - 1]byte // incomplete UTF-8 prefix from the last call
+	ncarry uint8
+	seqLen int // input bytes of the sequence in progress
+
+	// CSI parameter parsing, enough to recognise ESC[6n and ESC[?1h/l.
+	marker   byte  // private marker ('<', '=', '>', '?') or 0
+	csiBad   bool  // parameters not understood (sub-parameters, misplaced marker…)
+	csiInter bool  // intermediate bytes seen
+	nparams  uint8 // completed parameters (saturating)
+	cur      int   // value of the parameter being read (saturating)
+	first    int   // value of the first parameter
+	hasOne   bool  // some parameter equals 1
+}
+
+type state uint8
+
+const (
+	stGround   state = iota // plain text
+	stEsc                   // after ESC
+	stEscInter              // after ESC and intermediate bytes (0x20–0x2F)
+	stCSI                   // inside a control sequence
+	stOSC                   // inside an operating system command string
+	stString                // inside a DCS, SOS, PM or APC string
+)
+
+const (
+	maxParam  = 1 << 16
+	lsb       = 0x0101010101010101
+	msb       = 0x8080808080808080
+	lo7       = 0x7f7f7f7f7f7f7f7f
+	runeError = utf8.RuneError
+)
+
+// plain marks the bytes that pass through unchanged in plain text: printable
+// ASCII, TAB, LF and CR.
+var plain = func() (t [256]bool) {
+	for b := 0x20; b < 0x7f; b++ {
+		t[b] = true
+	}
+	t['\t'], t['\n'], t['\r'] = true, true, true
+	return t
+}()
+
+// Append decodes p, continuing any UTF-8 or escape sequence left unfinished
+// by the previous call, removes escape sequences and unwanted controls,
+// appends the cleaned UTF-8 text to dst and returns the extended slice.
+// runes is the number of code points appended and ev the terminal events
+// seen in p. Append allocates only when dst has to grow.
+func (c *Cleaner) Append(dst []byte, p []byte) (out []byte, runes int, ev Events) {
+	var n int
+	if c.ncarry > 0 {
+		dst, p, runes = c.finishCarry(dst, p, &ev)
+	}
+	i := 0
+	for i < len(p) {
+		if c.st == stGround {
+			// Fast path: extend a run of bytes that are kept as they are,
+			// then copy it in one go.
+			start := i
+			count := 0
+			for {
+				j := scanPlain(p, i)
+				count += j - i
+				i = j
+				if i >= len(p) || p[i] < utf8.RuneSelf {
+					break
+				}
+				r, size := utf8.DecodeRune(p[i:])
+				if size == 1 || !keepRune(r) {
+					break // invalid, incomplete, C1 or format: slow path
+				}
+				i += size
+				count++
+			}
+			dst = append(dst, p[start:i]...)
+			runes += count
+			if i >= len(p) {
+				break
+			}
+		}
+		b := p[i]
+		if b < utf8.RuneSelf {
+			dst, n = c.step(dst, rune(b), 1, &ev)
+			runes += n
+			i++
+			continue
+		}
+		if !utf8.FullRune(p[i:]) {
+			c.ncarry = uint8(copy(c.carry[:], p[i:]))
+			break
+		}
+		r, size := utf8.DecodeRune(p[i:])
+		dst, n = c.step(dst, r, size, &ev)
+		runes += n
+		i += size
+	}
+	return dst, runes, ev
+}
+
+// finishCarry decodes the UTF-8 prefix carried over from the previous call
+// together with the first bytes of p. It returns the rest of p.
+func (c *Cleaner) finishCarry(dst, p []byte, ev *Events) ([]byte, []byte, int) {
+	runes := 0
+	for c.ncarry > 0 && len(p) > 0 {
+		var buf [utf8.UTFMax]byte
+		k := copy(buf[:], c.carry[:c.ncarry])
+		m := copy(buf[k:], p)
+		if !utf8.FullRune(buf[:k+m]) {
+			// Still incomplete, which means p was shorter than needed.
+			c.ncarry = uint8(copy(c.carry[:], buf[:k+m]))
+			return dst, p[m:], runes
+		}
+		r, size := utf8.DecodeRune(buf[:k+m])
+		var n int
+		dst, n = c.step(dst, r, size, ev)
+		runes += n
+		if size >= k {
+			p = p[size-k:]
+			c.ncarry = 0
+		} else {
+			c.ncarry = uint8(copy(c.carry[:], c.carry[size:k]))
+		}
+	}
+	return dst, p, runes
+}
+
+// Flush ends the stream. Each byte of an incomplete trailing UTF-8 sequence
+// becomes U+FFFD (unless it falls inside an escape sequence); an unterminated
+// escape sequence is dropped. Flush appends the remaining text to dst and
+// returns it with the number of code points appended, and resets c to its
+// zero value, ready for a new stream.
+func (c *Cleaner) Flush(dst []byte) (out []byte, runes int) {
+	var ev Events
+	for k := 0; k < int(c.ncarry); k++ {
+		var n int
+		dst, n = c.step(dst, runeError, 1, &ev)
+		runes += n
+	}
+	*c = Cleaner{}
+	return dst, runes
+}
+
+// step feeds one decoded code point, which took size input bytes, through
+// the state machine. It returns dst and the number of code points appended.
+func (c *Cleaner) step(dst []byte, r rune, size int, ev *Events) ([]byte, int) {
+	// Transitions that apply in every state.
+	switch {
+	case r == 0x1b: // ESC
+		c.st, c.seqLen = stEsc, size
+		return dst, 0
+	case r == 0x18 || r == 0x1a: // CAN, SUB
+		c.st = stGround
+		return dst, 0
+	case r >= 0x80 && r <= 0x9f: // C1
+		switch r {
+		case 0x9b: // CSI
+			c.seqLen = size
+			c.startCSI()
+		case 0x9d: // OSC
+			c.st, c.seqLen = stOSC, size
+		case 0x90, 0x98, 0x9e, 0x9f: // DCS, SOS, PM, APC
+			c.st, c.seqLen = stString, size
+		default: // ST and the rest end whatever was in progress
+			c.st = stGround
+		}
+		return dst, 0
+	}
+	if c.st == stGround {
+		return emit(dst, r)
+	}
+	c.seqLen += size
+	dst, n := c.inSequence(dst, r, ev)
+	if c.st != stGround && c.seqLen >= MaxSequenceBytes {
+		c.st = stGround // too long: abandon it
+	}
+	return dst, n
+}
+
+// inSequence handles a code point that is not an ESC, CAN, SUB or C1
+// control while a sequence is in progress.
+func (c *Cleaner) inSequence(dst []byte, r rune, ev *Events) ([]byte, int) {
+	switch c.st {
+	case stOSC:
+		if r == 0x07 { // BEL
+			c.st = stGround
+		}
+		return dst, 0
+	case stString:
+		return dst, 0
+	}
+	// stEsc, stEscInter, stCSI
+	if r < 0x20 {
+		return emit(dst, r) // executed as in plain text, sequence goes on
+	}
+	if r == 0x7f {
+		return dst, 0 // ignored
+	}
+	if r >= utf8.RuneSelf {
+		c.st = stGround // abandon the sequence, keep the character
+		return emit(dst, r)
+	}
+	switch c.st {
+	case stEsc:
+		switch {
+		case r == '[':
+			c.startCSI()
+		case r == ']':
+			c.st = stOSC
+		case r == 'P' || r == 'X' || r == '^' || r == '_':
+			c.st = stString
+		case r < 0x30:
+			c.st = stEscInter
+		default:
+			c.st = stGround // final byte
+		}
+	case stEscInter:
+		if r >= 0x30 {
+			c.st = stGround // final byte
+		}
+	case stCSI:
+		c.csiByte(byte(r), ev)
+	}
+	return dst, 0
+}
+
+// emit appends r if it belongs in plain text.
+func emit(dst []byte, r rune) ([]byte, int) {
+	if r < 0x20 {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return append(dst, byte(r)), 1
+		}
+		return dst, 0
+	}
+	if r < 0x7f {
+		return append(dst, byte(r)), 1
+	}
+	if !keepRune(r) {
+		return dst, 0
+	}
+	return utf8.AppendRune(dst, r), 1
+}
+
+// startCSI enters the CSI state; the caller has set seqLen.
+func (c *Cleaner) startCSI() {
+	c.st = stCSI
+	c.marker, c.csiBad, c.csiInter = 0, false, false
+	c.nparams, c.cur, c.first, c.hasOne = 0, 0, 0, false
+}
+
+// csiByte handles one byte 0x20–0x7E inside a CSI sequence.
+func (c *Cleaner) csiByte(b byte, ev *Events) {
+	switch {
+	case b >= '0' && b <= '9':
+		if c.csiInter {
+			c.csiBad = true
+		}
+		if c.cur < maxParam {
+			c.cur = c.cur*10 + int(b-'0')
+		}
+	case b == ';':
+		if c.csiInter {
+			c.csiBad = true
+		}
+		c.endParam()
+	case b >= 0x3c && b <= 0x3f: // private marker
+		if c.nparams > 0 || c.cur > 0 || c.marker != 0 || c.csiInter {
+			c.csiBad = true
+		}
+		c.marker = b
+	case b == ':': // sub-parameters: not one of ours
+		c.csiBad = true
+	case b < 0x30: // intermediate
+		c.csiInter = true
+	default: // final byte 0x40–0x7E
+		c.endParam()
+		c.st = stGround
+		if c.csiBad || c.csiInter {
+			return
+		}
+		switch b {
+		case 'n':
+			if c.nparams == 1 && c.first == 6 && (c.marker == 0 || c.marker == '?') {
+				ev.CursorQueries++
+			}
+		case 'h', 'l':
+			if c.marker == '?' && c.hasOne {
+				if b == 'h' {
+					ev.CursorMode = 1
+				} else {
+					ev.CursorMode = -1
+				}
+			}
+		}
+	}
+}
+
+func (c *Cleaner) endParam() {
+	if c.nparams == 0 {
+		c.first = c.cur
+	}
+	if c.cur == 1 {
+		c.hasOne = true
+	}
+	if c.nparams < 255 {
+		c.nparams++
+	}
+	c.cur = 0
+}
+
+// keepRune reports whether a decoded non-ASCII code point stays in the text.
+func keepRune(r rune) bool {
+	if r < 0xa0 {
+		return false // C1 controls (and anything below, never passed here)
+	}
+	if r >= 0xd800 && r <= 0xdfff {
+		return false // surrogates: cannot come out of a decoder, checked anyway
+	}
+	return !isFormat(r)
+}
+
+// isFormat reports whether r is in Unicode category Cf. The ranges checked
+// first hold no Cf code point and cover most text (Latin, Greek, Cyrillic,
+// symbols, CJK, Hangul); the test checks this against the unicode tables.
+func isFormat(r rune) bool {
+	switch {
+	case r < 0x600:
+		return r == 0xad
+	case r >= 0x2070 && r < 0xfeff:
+		return false
+	}
+	return unicode.Is(unicode.Cf, r)
+}
+
+// scanPlain returns the index of the first byte at or after i that is not
+// printable ASCII, TAB, LF or CR, or len(p). It looks at 32 bytes per step.
+func scanPlain(p []byte, i int) int {
+	for len(p)-i >= 32 {
+		q := p[i : i+32 : i+32]
+		m := special(binary.LittleEndian.Uint64(q[0:8])) |
+			special(binary.LittleEndian.Uint64(q[8:16])) |
+			special(binary.LittleEndian.Uint64(q[16:24])) |
+			special(binary.LittleEndian.Uint64(q[24:32]))
+		if m != 0 {
+			break
+		}
+		i += 32
+	}
+	for len(p)-i >= 8 {
+		if m := special(binary.LittleEndian.Uint64(p[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	for i < len(p) && plain[p[i]] {
+		i++
+	}
+	return i
+}
+
+// special returns a word with the high bit set in exactly those bytes of w
+// (read little-endian) that are not printable ASCII, TAB, LF or CR. The
+// arithmetic is done on 7-bit values, so no carry crosses a byte.
+func special(w uint64) uint64 {
+	x := w &^ msb
+	printable := x + 0x6060606060606060 // high bit set iff x >= 0x20
+	del := x + lsb                       // high bit set iff x == 0x7f
+	tab := x ^ 0x0909090909090909
+	lf := x ^ 0x0a0a0a0a0a0a0a0a
+	cr := x ^ 0x0d0d0d0d0d0d0d0d
+	// t + 0x7f has its high bit clear iff t == 0.
+	allowed := printable | ^(tab + lo7) | ^(lf + lo7) | ^(cr + lo7)
+	return (w | del | ^allowed) & msb
+}

@@ -1,0 +1,150 @@
+package bgexec
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+)
+
+var lookPath = exec.LookPath
+
+// ElevationPolicy gates elevated:true (SPEC §9). Both gates must pass.
+// The zero value refuses elevation.
+type ElevationPolicy struct {
+	// Enabled turns elevated mode on for this runtime (tools.elevated.enabled).
+	Enabled bool
+	// Allow reports whether the agent scope may elevate. Nil allows every
+	// scope once Enabled is true. It must be safe for concurrent use.
+	Allow func(scopeKey string) bool
+}
+
+// ApprovalRequest describes a command that needs a decision from an [Approver].
+type ApprovalRequest struct {
+	// ScopeKey is the agent scope asking.
+	ScopeKey string
+	// Command is the shell command as given.
+	Command string
+	// Workdir is the resolved working directory.
+	Workdir string
+	// Security and Ask are the effective (strictest) levels for this call.
+	Security string
+	Ask      string
+	// Allowlisted reports whether the command's verb is on Config.Allowlist.
+	Allowlisted bool
+}
+
+// Approver decides whether a command may run. It may block (for example
+// while a human is asked); the exec call's context bounds that wait. It must
+// be safe for concurrent use.
+type Approver interface {
+	Approve(ctx context.Context, req *ApprovalRequest) (allowed bool, reason string, err error)
+}
+
+type securityLevel int
+
+const (
+	securityFull securityLevel = iota
+	securityAllowlist
+	securityDeny
+)
+
+var securityNames = []string{"full", "allowlist", "deny"}
+
+func parseSecurity(s string) (securityLevel, error) {
+	if s == "" {
+		return securityFull, nil
+	}
+	i := slices.Index(securityNames, strings.ToLower(strings.TrimSpace(s)))
+	if i < 0 {
+		return 0, fmt.Errorf("security %q is not one of deny, allowlist, full", s)
+	}
+	return securityLevel(i), nil
+}
+
+type askMode int
+
+const (
+	askOff askMode = iota
+	askOnMiss
+	askAlways
+)
+
+var askNames = []string{"off", "on-miss", "always"}
+
+func parseAsk(s string) (askMode, error) {
+	if s == "" {
+		return askOff, nil
+	}
+	i := slices.Index(askNames, strings.ToLower(strings.TrimSpace(s)))
+	if i < 0 {
+		return 0, fmt.Errorf("ask %q is not one of off, on-miss, always", s)
+	}
+	return askMode(i), nil
+}
+
+func resolveHost(h string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(h)) {
+	case "", "auto", "gateway":
+		return "gateway", nil
+	case "sandbox", "node":
+		return "", fmt.Errorf("bgexec: Config.Host %q needs a runner this build does not provide; use auto or gateway", h)
+	default:
+		return "", fmt.Errorf("bgexec: Config.Host %q is not one of auto, sandbox, gateway, node", h)
+	}
+}
+
+// checkPolicy applies SPEC §9 to one call. It returns a model-facing refusal
+// text, or "" when the command may run.
+func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) (string, error) {
+	st := &sc.reg.cfg
+	if h := strings.ToLower(strings.TrimSpace(req.Host)); h != "" && h != "auto" && h != st.host {
+		return fmt.Sprintf("exec host not allowed (requested %s; configure tools.exec.host=%s to allow).", h, h), nil
+	}
+	if req.Elevated {
+		switch {
+		case !st.elevation.Enabled:
+			return "elevated is not available right now (tools.elevated.enabled is off).", nil
+		case st.elevation.Allow != nil && !st.elevation.Allow(sc.key):
+			return fmt.Sprintf("elevated is not allowed for %s (tools.elevated.allowFrom).", sc.key), nil
+		}
+	}
+	sec, err := parseSecurity(req.Security)
+	if err != nil {
+		return "Invalid security: " + err.Error() + ".", nil
+	}
+	ask, err := parseAsk(req.Ask)
+	if err != nil {
+		return "Invalid ask: " + err.Error() + ".", nil
+	}
+	sec, ask = max(sec, st.security), max(ask, st.ask)
+	if sec == securityDeny {
+		return "exec denied (security=deny).", nil
+	}
+	listed := slices.Contains(st.allowlist, commandVerb(req.Command))
+	needAsk := ask == askAlways || (ask == askOnMiss && !listed)
+	if sec == securityAllowlist && !listed && ask == askOff {
+		return fmt.Sprintf("exec denied: %q is not on the allowlist (security=allowlist).", commandVerb(req.Command)), nil
+	}
+	if !needAsk {
+		return "", nil
+	}
+	if st.approver == nil {
+		return "exec denied: approval required but no approver is configured.", nil
+	}
+	ok, reason, err := st.approver.Approve(ctx, &ApprovalRequest{
+		ScopeKey: sc.key, Command: req.Command, Workdir: cwd,
+		Security: securityNames[sec], Ask: askNames[ask], Allowlisted: listed,
+	})
+	if err != nil {
+		return "", fmt.Errorf("bgexec: approval: %w", err)
+	}
+	if !ok {
+		if reason == "" {
+			reason = "not approved"
+		}
+		return "exec denied: " + reason + ".", nil
+	}
+	return "", nil
+}

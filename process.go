@@ -1,0 +1,460 @@
+package bgexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ProcessRequest is the process tool's parameters (SPEC §6, §10). Field
+// names and JSON names mirror the tool schema.
+type ProcessRequest struct {
+	// Action is one of list, poll, log, write, send-keys, submit, paste,
+	// kill, clear, remove, and the additions resize and wait. Required.
+	Action string `json:"action"`
+	// SessionID names the session; required for every action but list.
+	SessionID string `json:"sessionId,omitzero"`
+	// Data is written to stdin (write).
+	Data string `json:"data,omitzero"`
+	// EOF closes stdin after Data (write); on a PTY it sends EOT (0x04).
+	EOF bool `json:"eof,omitzero"`
+	// Keys are key tokens (send-keys), e.g. "C-c", "Enter", "Up".
+	Keys []string `json:"keys,omitzero"`
+	// Hex are raw bytes as 1–2 hex digits each, optional 0x (send-keys).
+	Hex []string `json:"hex,omitzero"`
+	// Literal is sent as UTF-8 bytes before Hex and Keys (send-keys).
+	Literal string `json:"literal,omitzero"`
+	// Text is pasted (paste).
+	Text string `json:"text,omitzero"`
+	// Bracketed wraps a paste in ESC[200~ … ESC[201~. Nil means true.
+	Bracketed *bool `json:"bracketed,omitzero"`
+	// Offset is the first line (0-based) to return (log).
+	Offset *int `json:"offset,omitzero"`
+	// Limit is the number of lines to return (log).
+	Limit *int `json:"limit,omitzero"`
+	// Timeout is in milliseconds: how long poll waits for new output or the
+	// exit (0 … 120000, default 0), or how long wait waits (default 30000,
+	// at most 600000). Numeric strings are accepted.
+	Timeout *Number `json:"timeout,omitzero"`
+	// Cols and Rows are the new terminal size for resize (1–1000 each).
+	Cols int `json:"cols,omitzero"`
+	Rows int `json:"rows,omitzero"`
+	// Pattern is an RE2 regular expression matched against each output line (wait).
+	Pattern string `json:"pattern,omitzero"`
+	// Port is a TCP port on 127.0.0.1 or ::1 to wait for (wait).
+	Port int `json:"port,omitzero"`
+}
+
+// Limits of process parameters.
+const (
+	// MaxPollTimeoutMs is the longest poll wait in milliseconds.
+	MaxPollTimeoutMs = 120000
+	// DefaultLogLines is how many trailing lines log returns without offset/limit.
+	DefaultLogLines = 200
+	// WriteBound is how long write, send-keys, submit and paste wait for the
+	// child to take the bytes before reporting a partial write.
+	WriteBound = 5 * time.Second
+)
+
+const actionList = "list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait"
+
+// errStdinClosed reports input to a session whose stdin is closed or absent.
+var errStdinClosed = errors.New("stdin is not writable")
+
+// Process runs one process action (the process tool). A Go error means the
+// call could not be made (nil request, registry closed, ctx ended before
+// it started); tool-level failures are Results with status "failed". Poll
+// and wait block at most their timeout and return early when ctx ends.
+// Process panics on a nil ctx. Safe for concurrent use.
+func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (*Result, error) {
+	if ctx == nil {
+		panic("bgexec: Process with nil context")
+	}
+	if req == nil {
+		return nil, errors.New("bgexec: process: nil request")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("bgexec: process: %w", err)
+	}
+	if sc.reg.isClosed() {
+		return nil, ErrClosed
+	}
+	action := strings.ToLower(strings.TrimSpace(req.Action))
+	if action == "list" {
+		return sc.list(), nil
+	}
+	h, ok := processActions[action]
+	if !ok {
+		return failure(fmt.Sprintf("Unknown action %s. Expected one of: %s", req.Action, actionList)), nil
+	}
+	id := strings.TrimSpace(req.SessionID)
+	if id == "" {
+		return failure("sessionId is required for this action."), nil
+	}
+	s, found, bg := sc.reg.lookup(sc.key, id)
+	switch {
+	case !found && h.needsActive:
+		return failure("No active session found for " + id), nil
+	case !found:
+		return failure("No session found for " + id), nil
+	case !bg:
+		return failure("Session " + id + " is not backgrounded."), nil
+	}
+	return h.run(sc, ctx, s, req)
+}
+
+type actionHandler struct {
+	needsActive bool // unknown sessions get "No active session found"
+	run         func(sc *Scope, ctx context.Context, s *session, req *ProcessRequest) (*Result, error)
+}
+
+var processActions = map[string]actionHandler{
+	"poll":      {run: (*Scope).poll},
+	"log":       {run: (*Scope).log},
+	"write":     {needsActive: true, run: (*Scope).write},
+	"send-keys": {needsActive: true, run: (*Scope).sendKeys},
+	"submit":    {needsActive: true, run: (*Scope).submit},
+	"paste":     {needsActive: true, run: (*Scope).paste},
+	"kill":      {needsActive: true, run: (*Scope).kill},
+	"clear":     {run: (*Scope).clearSession},
+	"remove":    {run: (*Scope).remove},
+	"resize":    {needsActive: true, run: (*Scope).resize},
+	"wait":      {run: (*Scope).wait},
+}
+
+func (sc *Scope) list() *Result {
+	sessions := sc.reg.list(sc.key)
+	infos := make([]SessionInfo, 0, len(sessions))
+	var lines []string
+	// Running sessions first, then finished ones; newest first within each.
+	for _, wantRunning := range []bool{true, false} {
+		for _, s := range sessions {
+			s.mu.Lock()
+			sn := s.snapshotLocked()
+			info := SessionInfo{
+				SessionID: s.id, Status: sn.status, Pid: s.pid,
+				StartedAt: s.startedAt.UnixMilli(), RuntimeMs: sn.runtime.Milliseconds(),
+				Cwd: s.cwd, Command: s.command, Name: s.name,
+				Tail: s.out.agg.tail(tailChars), Truncated: sn.truncated,
+			}
+			s.mu.Unlock()
+			if sn.ended == wantRunning {
+				continue
+			}
+			if sn.ended {
+				info.EndedAt = sn.exit.at.UnixMilli()
+				info.ExitCode, info.ExitSignal = sn.exit.code, sn.exit.signal
+			}
+			infos = append(infos, info)
+			lines = append(lines, fmt.Sprintf("%s %-9s %s :: %s", s.id, sn.status, compactDuration(sn.runtime), s.name))
+		}
+	}
+	text := "No running or recent sessions."
+	if len(lines) > 0 {
+		text = strings.Join(lines, "\n")
+	}
+	return textResult(text, Details{Status: StatusCompleted, Sessions: infos})
+}
+
+// exitLine is the poll/wait line about the process state.
+func exitLine(sn *snapshot) string {
+	switch {
+	case !sn.ended:
+		return "Process still running."
+	case sn.exit.reason == ExitReasonTimeout:
+		return "Process exited with timeout."
+	case sn.exit.signal != "":
+		return "Process exited with signal " + sn.exit.signal + "."
+	case sn.exit.code != nil:
+		return fmt.Sprintf("Process exited with code %d.", *sn.exit.code)
+	}
+	return "Process exited (" + string(sn.exit.reason) + ")."
+}
+
+// waitChange blocks until cond holds (checked under s.mu), the deadline
+// passes or ctx ends. While it waits it counts as a poll waiter, so an exit
+// it will report consumes the exit notification.
+func (s *session) waitChange(ctx context.Context, d time.Duration, cond func() bool) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	s.mu.Lock()
+	s.pollWaiters++
+	for !cond() && !s.ended {
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-t.C:
+			s.mu.Lock()
+			s.pollWaiters--
+			s.mu.Unlock()
+			return
+		case <-ctx.Done():
+			s.mu.Lock()
+			s.pollWaiters--
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+	}
+	s.pollWaiters--
+	s.mu.Unlock()
+}
+
+func (sc *Scope) poll(ctx context.Context, s *session, req *ProcessRequest) (*Result, error) {
+	var wait time.Duration
+	if req.Timeout != nil {
+		ms := clamp(float64(*req.Timeout), 0, MaxPollTimeoutMs)
+		if ms != ms { // NaN
+			ms = 0
+		}
+		wait = time.Duration(ms * float64(time.Millisecond))
+	}
+	s.waitChange(ctx, wait, func() bool { return !s.out.pending.empty() })
+
+	s.mu.Lock()
+	text, dropped := s.out.pending.drain()
+	sn := s.snapshotLocked()
+	d := Details{
+		Status: sn.status, SessionID: s.id, Name: s.name, Aggregated: s.out.agg.String(),
+	}
+	var retract string
+	if sn.ended {
+		d.ExitCode, d.ExitSignal, d.ExitReason = sn.exit.code, sn.exit.signal, sn.exit.reason
+		if !s.exitReported {
+			s.exitReported = true
+			retract = s.notifiedText
+		}
+	} else {
+		if text != "" {
+			s.emptyPolls = 0
+		} else {
+			s.emptyPolls++
+		}
+		d.RetryInMs = ptr(retryAfter(s.emptyPolls))
+	}
+	s.mu.Unlock()
+	sc.reg.retract(sc.key, retract)
+
+	body := strings.TrimRight(text, "\n")
+	if body == "" {
+		body = "(no new output)"
+	}
+	return textResult(withNotice(body, dropped)+"\n\n"+exitLine(&sn), d), nil
+}
+
+// retryAfter is the suggested poll delay after n consecutive empty polls.
+func retryAfter(n int) int64 {
+	steps := []int64{5000, 10000, 30000, 60000}
+	return steps[min(n, len(steps)-1)]
+}
+
+func (sc *Scope) log(_ context.Context, s *session, req *ProcessRequest) (*Result, error) {
+	if msg := checkPaging(req.Offset, req.Limit); msg != "" {
+		return failure(msg), nil
+	}
+	s.mu.Lock()
+	agg := s.out.agg.String()
+	sn := s.snapshotLocked()
+	total := s.out.agg.runes
+	s.mu.Unlock()
+
+	lines := splitLines(agg)
+	page, hint := pageLines(lines, req.Offset, req.Limit)
+	d := Details{
+		Status: sn.status, SessionID: s.id, Name: s.name,
+		TotalLines: ptr(len(lines)), TotalChars: ptr(int64(total)), Truncated: ptr(sn.truncated),
+	}
+	if sn.ended {
+		d.ExitCode, d.ExitSignal = sn.exit.code, sn.exit.signal
+	}
+	var text string
+	switch {
+	case len(lines) == 0 && sn.ended:
+		text = "(no output recorded)"
+	case len(lines) == 0:
+		text = "(no output yet)"
+	case len(page) == 0:
+		text = fmt.Sprintf("(no lines at offset %d; the log has %d lines)", *req.Offset, len(lines))
+	default:
+		text = strings.Join(page, "\n") + hint
+	}
+	return textResult(withNotice(text, sn.truncated), d), nil
+}
+
+func checkPaging(offset, limit *int) string {
+	if offset != nil && *offset < 0 {
+		return fmt.Sprintf("Invalid offset %d: pass a line number >= 0.", *offset)
+	}
+	if limit != nil && *limit < 1 {
+		return fmt.Sprintf("Invalid limit %d: pass a line count >= 1.", *limit)
+	}
+	return ""
+}
+
+// splitLines turns the aggregate into lines: CRLF → LF, a trailing empty line dropped.
+func splitLines(agg string) []string {
+	if agg == "" {
+		return nil
+	}
+	agg = strings.ReplaceAll(agg, "\r\n", "\n")
+	lines := strings.Split(agg, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// pageLines selects lines per SPEC §6 log paging and returns the paging hint.
+func pageLines(lines []string, offset, limit *int) ([]string, string) {
+	n := len(lines)
+	switch {
+	case offset == nil && limit == nil:
+		if n <= DefaultLogLines {
+			return lines, ""
+		}
+		return lines[n-DefaultLogLines:], fmt.Sprintf("\n\n[showing last %d of %d lines; pass offset/limit to page]", DefaultLogLines, n)
+	case offset == nil:
+		return lines[n-min(*limit, n):], ""
+	case limit == nil:
+		return lines[min(*offset, n):], ""
+	default:
+		lo := min(*offset, n)
+		return lines[lo : lo+min(*limit, n-lo)], ""
+	}
+}
+
+// inputTarget checks that s can take input and returns the failure if not.
+func inputCheck(s *session) *Result {
+	s.mu.Lock()
+	ended := s.ended
+	s.mu.Unlock()
+	if ended {
+		return failure("No active session found for " + s.id)
+	}
+	s.stdinMu.Lock()
+	ok := s.stdin != nil && !s.stdinEOF
+	s.stdinMu.Unlock()
+	if !ok {
+		return failure("Session " + s.id + " stdin is not writable.")
+	}
+	return nil
+}
+
+// deliver writes p within the write bound; short writes become a failure
+// that says how much arrived.
+func (s *session) deliver(p []byte) (int, *Result) {
+	n, err := s.writeInput(p, WriteBound)
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(err, errStdinClosed):
+		return n, failure("Session " + s.id + " stdin is not writable.")
+	default:
+		return n, textResult(fmt.Sprintf("Wrote %d of %d bytes to session %s; the rest was not taken within %s (%v). The command may not be reading its input.", n, len(p), s.id, WriteBound, err),
+			Details{Status: StatusFailed, SessionID: s.id})
+	}
+}
+
+func (sc *Scope) write(_ context.Context, s *session, req *ProcessRequest) (*Result, error) {
+	if r := inputCheck(s); r != nil {
+		return r, nil
+	}
+	n, r := s.deliver([]byte(req.Data))
+	if r != nil {
+		return r, nil
+	}
+	text := fmt.Sprintf("Wrote %d bytes to session %s.", n, s.id)
+	if req.EOF {
+		if err := s.closeInput(); err != nil {
+			return failure("Session " + s.id + " stdin is not writable."), nil
+		}
+		text += " (stdin closed)"
+	}
+	return textResult(text, Details{Status: StatusRunning, SessionID: s.id}), nil
+}
+
+func (sc *Scope) submit(_ context.Context, s *session, _ *ProcessRequest) (*Result, error) {
+	if r := inputCheck(s); r != nil {
+		return r, nil
+	}
+	if _, r := s.deliver([]byte("\r")); r != nil {
+		return r, nil
+	}
+	return textResult(fmt.Sprintf("Submitted session %s (sent CR).", s.id), Details{Status: StatusRunning, SessionID: s.id}), nil
+}
+
+func (sc *Scope) paste(_ context.Context, s *session, req *ProcessRequest) (*Result, error) {
+	if req.Text == "" {
+		return failure("No paste text provided."), nil
+	}
+	if r := inputCheck(s); r != nil {
+		return r, nil
+	}
+	data := req.Text
+	if req.Bracketed == nil || *req.Bracketed {
+		data = "\x1b[200~" + data + "\x1b[201~"
+	}
+	if _, r := s.deliver([]byte(data)); r != nil {
+		return r, nil
+	}
+	return textResult(fmt.Sprintf("Pasted %d chars to session %s.", utf8.RuneCountInString(req.Text), s.id), Details{Status: StatusRunning, SessionID: s.id}), nil
+}
+
+func (sc *Scope) kill(ctx context.Context, s *session, _ *ProcessRequest) (*Result, error) {
+	s.mu.Lock()
+	ended := s.ended
+	s.mu.Unlock()
+	if ended {
+		return failure("No active session found for " + s.id), nil
+	}
+	s.terminate(ExitReasonKilled)
+	t := time.NewTimer(sc.reg.cfg.killGrace + time.Second)
+	defer t.Stop()
+	select {
+	case <-s.done:
+		s.mu.Lock()
+		sn := s.snapshotLocked()
+		s.mu.Unlock()
+		return textResult("Killed session "+s.id+".", Details{
+			Status: sn.status, SessionID: s.id, ExitCode: sn.exit.code, ExitSignal: sn.exit.signal, ExitReason: sn.exit.reason, Name: s.name,
+		}), nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return textResult("Termination requested for session "+s.id+".", Details{Status: StatusRunning, SessionID: s.id, Name: s.name}), nil
+}
+
+func (sc *Scope) clearSession(_ context.Context, s *session, _ *ProcessRequest) (*Result, error) {
+	s.mu.Lock()
+	ended := s.ended
+	s.mu.Unlock()
+	if !ended {
+		return failure("No finished session found for " + s.id), nil
+	}
+	sc.reg.forget(s)
+	return textResult("Cleared session "+s.id+".", Details{Status: StatusCompleted, SessionID: s.id}), nil
+}
+
+func (sc *Scope) remove(_ context.Context, s *session, _ *ProcessRequest) (*Result, error) {
+	s.mu.Lock()
+	ended := s.ended
+	if !ended {
+		s.removed = true
+	}
+	s.mu.Unlock()
+	if ended {
+		sc.reg.forget(s)
+		return textResult("Removed session "+s.id+".", Details{Status: StatusCompleted, SessionID: s.id}), nil
+	}
+	// Forgotten at once (lookups skip removed sessions); the owner goroutine
+	// drops it from the registry when the kill completes.
+	s.terminate(ExitReasonKilled)
+	return textResult("Removed session "+s.id+".", Details{Status: StatusCompleted, SessionID: s.id}), nil
+}

@@ -1,0 +1,98 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// Default PTY geometry and terminal type (SPEC §3.1).
+const (
+	DefaultPTYCols = 120
+	DefaultPTYRows = 30
+	DefaultTERM    = "xterm-256color"
+)
+
+// openPTY opens a pseudo-terminal pair sized cols×rows. The master comes back
+// in non-blocking mode and registered with the runtime poller: creack/pty's
+// Open calls Fd(), which switches a file to blocking mode, and a blocking
+// master read would hold an OS thread per idle session and could not be
+// interrupted by Close.
+func openPTY(cols, rows uint16) (master, tty *os.File, err error) {
+	m, t, err := pty.Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	fd, err := unix.Dup(int(m.Fd()))
+	_ = m.Close()
+	if err == nil {
+		err = unix.SetNonblock(fd, true)
+		if err != nil {
+			_ = unix.Close(fd)
+		}
+	}
+	if err != nil {
+		_ = t.Close()
+		return nil, nil, err
+	}
+	unix.CloseOnExec(fd)
+	master = os.NewFile(uintptr(fd), "/dev/ptmx")
+	if err := setWinsize(master, cols, rows); err != nil {
+		_ = master.Close()
+		_ = t.Close()
+		return nil, nil, err
+	}
+	return master, t, nil
+}
+
+// setWinsize sets the terminal size through the raw connection, keeping the
+// master non-blocking (pty.Setsize would call Fd()). The kernel sends
+// SIGWINCH to the terminal's foreground process group.
+func setWinsize(master *os.File, cols, rows uint16) error {
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ierr error
+	err = rc.Control(func(fd uintptr) {
+		ierr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: cols, Row: rows})
+	})
+	if err != nil {
+		return err
+	}
+	return ierr
+}
+
+// Terminal size bounds for resize.
+const (
+	MinPTYSize = 1
+	MaxPTYSize = 1000
+)
+
+func (sc *Scope) resize(_ context.Context, s *session, req *ProcessRequest) (*Result, error) {
+	if req.Cols < MinPTYSize || req.Cols > MaxPTYSize || req.Rows < MinPTYSize || req.Rows > MaxPTYSize {
+		return failure(fmt.Sprintf("Invalid size %dx%d: pass cols and rows from 1 to 1000.", req.Cols, req.Rows)), nil
+	}
+	if !s.pty {
+		return failure("Session " + s.id + " has no terminal; resize needs a session started with pty:true."), nil
+	}
+	if r := inputCheck(s); r != nil {
+		return r, nil
+	}
+	s.stdinMu.Lock()
+	master, _ := s.stdin.(*os.File)
+	var err error
+	if master != nil {
+		err = setWinsize(master, uint16(req.Cols), uint16(req.Rows))
+	}
+	s.stdinMu.Unlock()
+	if master == nil || err != nil {
+		return failure(fmt.Sprintf("Resizing session %s failed: %v", s.id, err)), nil
+	}
+	return textResult(fmt.Sprintf("Resized session %s to %dx%d.", s.id, req.Cols, req.Rows), Details{Status: StatusRunning, SessionID: s.id}), nil
+}

@@ -1,0 +1,260 @@
+package bgexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/bgexec/bgexec/internal/envpolicy"
+)
+
+// ErrClosed is returned by calls on a Registry that has been closed.
+var ErrClosed = errors.New("bgexec: registry closed")
+
+// Registry owns every session started through its scopes: their processes,
+// goroutines, buffers and timers. Sessions live in memory only and are lost
+// when the process exits. All methods are safe for concurrent use.
+type Registry struct {
+	cfg    settings
+	env    envpolicy.Policy
+	chunks chunkPool
+
+	// goroutines counts every goroutine the registry started; Close waits for it.
+	goroutines sync.WaitGroup
+	stop       chan struct{} // closed by Close
+	sweepKick  chan struct{} // wakes the sweeper when a session ended
+	noteKick   chan struct{} // wakes the notifier when an event is queued
+
+	mu       sync.Mutex // guards the fields below
+	sessions map[string]*session
+	closed   bool
+	notes    []*session // ended sessions waiting for notification delivery
+}
+
+// NewRegistry returns a registry configured by cfg (zero Config = the
+// documented defaults; see [ConfigFromEnv] for the environment variables).
+// It starts one sweeper goroutine and one notification goroutine; call
+// Close to end them.
+func NewRegistry(cfg Config) (*Registry, error) {
+	st, err := resolveConfig(cfg, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	pol := envpolicy.Default()
+	pol.DroppedKeys = append(pol.DroppedKeys, st.extraBlocked...)
+	pol.OverrideOnlyKeys = append(pol.OverrideOnlyKeys, st.extraOverrides...)
+	r := &Registry{
+		cfg:       st,
+		env:       pol,
+		stop:      make(chan struct{}),
+		sweepKick: make(chan struct{}, 1),
+		noteKick:  make(chan struct{}, 1),
+		sessions:  make(map[string]*session),
+	}
+	r.goroutines.Add(2)
+	go func() {
+		defer r.goroutines.Done()
+		r.sweep()
+	}()
+	go func() {
+		defer r.goroutines.Done()
+		r.deliverNotes()
+	}()
+	return r, nil
+}
+
+// Scope returns the view of one agent (a session key such as
+// "agent:main:main"). A scope sees only the sessions it started, by exact key
+// match. Scopes are cheap; the returned value is safe for concurrent use.
+func (r *Registry) Scope(key string) *Scope {
+	return &Scope{reg: r, key: key}
+}
+
+// Close kills every running session (SIGTERM, then SIGKILL after the grace
+// period, or at once when ctx ends first), waits for every goroutine the
+// registry started, and forgets all sessions. Exit notifications not yet
+// delivered are dropped. Close is idempotent; later calls return nil once
+// the first has finished. It returns ctx.Err() if ctx ended before the
+// processes did (they are SIGKILLed and still waited for).
+func (r *Registry) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		r.goroutines.Wait()
+		return nil
+	}
+	r.closed = true
+	running := make([]*session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		running = append(running, s)
+	}
+	r.mu.Unlock()
+	close(r.stop)
+
+	for _, s := range running {
+		s.terminate(ExitReasonKilled)
+	}
+	var err error
+	for _, s := range running {
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+			for _, s := range running {
+				s.forceKill(ExitReasonKilled)
+			}
+			<-s.done
+		}
+	}
+	r.goroutines.Wait()
+	r.mu.Lock()
+	clear(r.sessions)
+	r.notes = nil
+	r.mu.Unlock()
+	return err
+}
+
+// add registers a new session under a fresh id. It fails once closed.
+func (r *Registry) add(s *session) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	s.id = newSlug(func(id string) bool { _, ok := r.sessions[id]; return ok })
+	r.sessions[s.id] = s
+	return nil
+}
+
+// forget drops a session from the registry.
+func (r *Registry) forget(s *session) {
+	r.mu.Lock()
+	if r.sessions[s.id] == s {
+		delete(r.sessions, s.id)
+	}
+	r.mu.Unlock()
+}
+
+// lookup finds a session of scope. Other scopes' sessions and removed ones
+// are not found; bg reports whether it was backgrounded (foreground runs are
+// still inside their exec call).
+func (r *Registry) lookup(scope, id string) (s *session, found, bg bool) {
+	r.mu.Lock()
+	s = r.sessions[id]
+	r.mu.Unlock()
+	if s == nil || s.scope != scope {
+		return nil, false, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.removed {
+		return nil, false, false
+	}
+	return s, true, s.backgrounded
+}
+
+func (r *Registry) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// list returns the scope's backgrounded sessions, newest first.
+func (r *Registry) list(scope string) []*session {
+	r.mu.Lock()
+	var out []*session
+	for _, s := range r.sessions {
+		if s.scope == scope {
+			out = append(out, s)
+		}
+	}
+	r.mu.Unlock()
+	out = slices.DeleteFunc(out, func(s *session) bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.backgrounded || s.removed
+	})
+	slices.SortFunc(out, func(a, b *session) int { return b.startedAt.Compare(a.startedAt) })
+	return out
+}
+
+// sessionEnded is called by a session's owner goroutine after its end was
+// recorded.
+func (r *Registry) sessionEnded(s *session, notify bool) {
+	s.mu.Lock()
+	removed := s.removed
+	s.mu.Unlock()
+	if removed {
+		r.forget(s)
+		return
+	}
+	if notify {
+		r.mu.Lock()
+		if !r.closed {
+			r.notes = append(r.notes, s)
+		}
+		r.mu.Unlock()
+		kick(r.noteKick)
+	}
+	kick(r.sweepKick)
+}
+
+func kick(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// sweep is the registry's single reaper: it forgets backgrounded sessions
+// whose end is older than the TTL, sleeping until the next expiry.
+func (r *Registry) sweep() {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		next := r.reapExpired(time.Now())
+		t.Reset(next)
+		select {
+		case <-r.stop:
+			return
+		case <-r.sweepKick:
+		case <-t.C:
+		}
+	}
+}
+
+// reapExpired forgets expired sessions and returns the wait until the next expiry.
+func (r *Registry) reapExpired(now time.Time) time.Duration {
+	r.mu.Lock()
+	candidates := make([]*session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		candidates = append(candidates, s)
+	}
+	r.mu.Unlock()
+	next := time.Hour
+	for _, s := range candidates {
+		s.mu.Lock()
+		ended, bg, at := s.ended, s.backgrounded, s.exit.at
+		s.mu.Unlock()
+		if !ended || !bg {
+			continue
+		}
+		if left := at.Add(r.cfg.ttl).Sub(now); left <= 0 {
+			r.forget(s)
+		} else {
+			next = min(next, left)
+		}
+	}
+	return next
+}
+
+// String identifies the registry in logs.
+func (r *Registry) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fmt.Sprintf("bgexec.Registry(%d sessions)", len(r.sessions))
+}

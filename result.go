@@ -1,0 +1,113 @@
+package bgexec
+
+import "strings"
+
+// Result is what exec and process return: the envelope tool frameworks
+// expect. json.Marshal gives {"content":[{"type":"text","text":"…"}],"details":{…}}.
+// A tool-level failure (unknown session, refused env key, non-zero exit) is a
+// Result with Details.Status "failed", never a Go error.
+type Result struct {
+	// Content holds one text item: what the model reads.
+	Content []Content `json:"content"`
+	// Details holds the structured fields of SPEC §3.5 and §6.
+	Details Details `json:"details"`
+}
+
+// Content is one content item of a Result. Type is always "text".
+type Content struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// Text returns the model-facing text of the result.
+func (r *Result) Text() string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+// Details are the structured fields of a result. Which fields are set
+// depends on the tool, the action and the status (SPEC §3.5, §6); fields that
+// do not apply are omitted from JSON. A nil ExitCode means there is no exit
+// code (the process was ended by a signal, or has not ended).
+type Details struct {
+	// Status is running, completed or failed.
+	Status Status `json:"status"`
+	// SessionID names the session (backgrounded exec results, process actions).
+	SessionID string `json:"sessionId,omitzero"`
+	// Pid is the process id of the session's leader (the shell).
+	Pid int `json:"pid,omitzero"`
+	// StartedAt is the start time in Unix epoch milliseconds.
+	StartedAt int64 `json:"startedAt,omitzero"`
+	// Cwd is the working directory the command ran in.
+	Cwd string `json:"cwd,omitzero"`
+	// Tail is the last ≤2000 characters of output (running exec results).
+	Tail string `json:"tail,omitzero"`
+	// ExitCode is the exit code, nil when none exists.
+	ExitCode *int `json:"exitCode,omitzero"`
+	// ExitSignal is the name of the signal that ended the process ("SIGKILL").
+	ExitSignal string `json:"exitSignal,omitzero"`
+	// ExitReason says how the session ended.
+	ExitReason ExitReason `json:"exitReason,omitzero"`
+	// DurationMs is the run time in milliseconds (finished exec results).
+	DurationMs *int64 `json:"durationMs,omitzero"`
+	// Aggregated is the retained output (up to MaxOutputChars characters).
+	Aggregated string `json:"aggregated,omitzero"`
+	// TimedOut reports whether the timeout ended the run (failed exec results).
+	TimedOut *bool `json:"timedOut,omitzero"`
+	// Name is the derived "verb target" name of the command.
+	Name string `json:"name,omitzero"`
+	// RetryInMs suggests when to poll a running session again, in milliseconds.
+	RetryInMs *int64 `json:"retryInMs,omitzero"`
+	// TotalLines and TotalChars describe the retained output (log).
+	TotalLines *int   `json:"totalLines,omitzero"`
+	TotalChars *int64 `json:"totalChars,omitzero"`
+	// Truncated reports whether output was discarded at the retention cap.
+	Truncated *bool `json:"truncated,omitzero"`
+	// Sessions is the scope's session list (list).
+	Sessions []SessionInfo `json:"sessions,omitzero"`
+	// Matched is the output line that satisfied a wait pattern.
+	Matched string `json:"matched,omitzero"`
+	// Port is the TCP port a wait found accepting.
+	Port int `json:"port,omitzero"`
+	// Condition says what ended a wait: "pattern", "port", "exit" or "timeout".
+	Condition string `json:"condition,omitzero"`
+}
+
+// SessionInfo is one entry of the list action.
+type SessionInfo struct {
+	SessionID  string `json:"sessionId"`
+	Status     Status `json:"status"`
+	Pid        int    `json:"pid"`
+	StartedAt  int64  `json:"startedAt"`
+	EndedAt    int64  `json:"endedAt,omitzero"`
+	RuntimeMs  int64  `json:"runtimeMs"`
+	Cwd        string `json:"cwd"`
+	Command    string `json:"command"`
+	Name       string `json:"name"`
+	Tail       string `json:"tail"`
+	Truncated  bool   `json:"truncated"`
+	ExitCode   *int   `json:"exitCode,omitzero"`
+	ExitSignal string `json:"exitSignal,omitzero"`
+}
+
+func textResult(text string, d Details) *Result {
+	return &Result{Content: []Content{{Type: "text", Text: text}}, Details: d}
+}
+
+// failure is a tool-level failure result.
+func failure(text string) *Result {
+	return textResult(text, Details{Status: StatusFailed})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// withWarnings prepends warning lines and a blank line.
+func withWarnings(warnings []string, text string) string {
+	if len(warnings) == 0 {
+		return text
+	}
+	return strings.Join(warnings, "\n") + "\n\n" + text
+}

@@ -1,0 +1,86 @@
+package bgexec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Scope is one agent's view of a Registry: it sees only the sessions it
+// started (exact key match); another scope's session behaves exactly like
+// an unknown one. A Scope is safe for concurrent use.
+type Scope struct {
+	reg *Registry
+	key string
+}
+
+// Key returns the scope's key.
+func (sc *Scope) Key() string { return sc.key }
+
+// Call runs a tool by name ("exec" or "process") with JSON arguments, for
+// tool frameworks that hand over raw arguments. Malformed JSON, a wrong
+// type or an unknown field is a Go error naming the field; an unknown tool
+// name is an error too.
+func (sc *Scope) Call(ctx context.Context, tool string, args json.RawMessage) (*Result, error) {
+	switch tool {
+	case "exec":
+		var req ExecRequest
+		if err := decodeArgs(args, &req); err != nil {
+			return nil, fmt.Errorf("bgexec: exec arguments: %w", err)
+		}
+		return sc.Exec(ctx, &req)
+	case "process":
+		var req ProcessRequest
+		if err := decodeArgs(args, &req); err != nil {
+			return nil, fmt.Errorf("bgexec: process arguments: %w", err)
+		}
+		return sc.Process(ctx, &req)
+	default:
+		return nil, fmt.Errorf("bgexec: unknown tool %q (want exec or process)", tool)
+	}
+}
+
+func decodeArgs(args json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("field %q: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+		}
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the arguments object")
+	}
+	return nil
+}
+
+// Number is a JSON number that also accepts a numeric string ("5000"), as
+// process timeouts do (SPEC §6).
+type Number float64
+
+// UnmarshalJSON accepts 5000, 5000.5 and "5000".
+func (n *Number) UnmarshalJSON(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if strings.HasPrefix(s, `"`) {
+		var str string
+		if err := json.Unmarshal(b, &str); err != nil {
+			return err
+		}
+		s = strings.TrimSpace(str)
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("not a number: %s", b)
+	}
+	*n = Number(v)
+	return nil
+}

@@ -1,0 +1,80 @@
+package bgexec
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+)
+
+const readChunk = 32 << 10
+
+// chunkPool lends read buffers only for the duration of one read, so an
+// idle session holds no buffer while its reader is parked in the poller.
+type chunkPool struct{ p sync.Pool }
+
+func (c *chunkPool) get() *[]byte {
+	if b, ok := c.p.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, readChunk)
+	return &b
+}
+
+func (c *chunkPool) put(b *[]byte) { c.p.Put(b) }
+
+// pumpFile reads f until EOF (EIO from a PTY master counts as EOF) and hands
+// each chunk to sink, which must not keep it. When a read deadline stops the
+// wait (the drain timeout), whatever is already buffered is still taken.
+func pumpFile(f *os.File, pool *chunkPool, sink func([]byte)) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		pumpReader(f, pool, sink)
+		return
+	}
+	eof := false
+	read := func(fd uintptr) bool {
+		for {
+			bp := pool.get()
+			n, err := syscall.Read(int(fd), *bp)
+			if n > 0 {
+				sink((*bp)[:n])
+			}
+			pool.put(bp)
+			switch {
+			case err == syscall.EINTR:
+				continue
+			case err == syscall.EAGAIN:
+				return false
+			case err != nil || n == 0:
+				eof = true
+				return true
+			}
+		}
+	}
+	for !eof {
+		if err := rc.Read(read); err != nil {
+			_ = rc.Control(func(fd uintptr) { read(fd) })
+			return
+		}
+	}
+}
+
+// pumpReader is pumpFile for readers that are not pollable files (fakes).
+func pumpReader(r io.Reader, pool *chunkPool, sink func([]byte)) {
+	for {
+		bp := pool.get()
+		n, err := r.Read(*bp)
+		if n > 0 {
+			sink((*bp)[:n])
+		}
+		pool.put(bp)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
+				_ = err // closed or failed: the stream ends either way
+			}
+			return
+		}
+	}
+}
