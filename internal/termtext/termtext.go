@@ -134,15 +134,18 @@ func (c *Cleaner) Append(dst []byte, p []byte) (out []byte, runes int, ev Events
 	}
 	i := 0
 	for i < len(p) {
-		if c.st == stGround {
-			// Fast path: extend a run of bytes that are kept as they are,
-			// then copy it in one go.
+		switch c.st {
+		case stGround:
+			// Extend a run of bytes that are kept as they are, then copy
+			// it in one go.
 			start := i
 			count := 0
 			for {
-				j := scanPlain(p, i)
-				count += j - i
-				i = j
+				if i < len(p) && p[i] < utf8.RuneSelf {
+					j := scanPlain(p, i)
+					count += j - i
+					i = j
+				}
 				if i >= len(p) || p[i] < utf8.RuneSelf {
 					break
 				}
@@ -155,9 +158,16 @@ func (c *Cleaner) Append(dst []byte, p []byte) (out []byte, runes int, ev Events
 			}
 			dst = append(dst, p[start:i]...)
 			runes += count
-			if i >= len(p) {
-				break
-			}
+		case stCSI:
+			i = c.csiRun(p, i, &ev)
+		case stOSC, stString:
+			i = c.stringRun(p, i)
+		}
+		if i >= len(p) {
+			break
+		}
+		if c.st == stGround && plain[p[i]] {
+			continue // a fast loop ended its sequence
 		}
 		b := p[i]
 		if b < utf8.RuneSelf {
@@ -304,6 +314,55 @@ func (c *Cleaner) inSequence(dst []byte, r rune, ev *Events) ([]byte, int) {
 	return dst, 0
 }
 
+// csiRun consumes the printable ASCII bytes of a CSI sequence starting at
+// p[i] and returns the index of the first byte it did not consume: the end
+// of p, a byte that is not printable ASCII, or the byte after the final.
+// It does what step does for those bytes, only faster.
+func (c *Cleaner) csiRun(p []byte, i int, ev *Events) int {
+	for i < len(p) {
+		b := p[i]
+		if b < 0x20 || b > 0x7e {
+			return i
+		}
+		i++
+		c.seqLen++
+		if b >= '0' && b <= '9' && !c.csiInter {
+			if c.cur < maxParam {
+				c.cur = c.cur*10 + int(b-'0')
+			}
+		} else {
+			c.csiByte(b, ev)
+			if c.st != stCSI {
+				return i
+			}
+		}
+		if c.seqLen >= MaxSequenceBytes {
+			c.st = stGround
+			return i
+		}
+	}
+	return i
+}
+
+// stringRun consumes the bytes of an OSC or other string starting at p[i]
+// that can neither end nor abandon it (printable ASCII and DEL) and returns
+// the index of the first byte it did not consume.
+func (c *Cleaner) stringRun(p []byte, i int) int {
+	for i < len(p) {
+		b := p[i]
+		if b < 0x20 || b >= utf8.RuneSelf {
+			return i
+		}
+		i++
+		c.seqLen++
+		if c.seqLen >= MaxSequenceBytes {
+			c.st = stGround
+			return i
+		}
+	}
+	return i
+}
+
 // emit appends r if it belongs in plain text.
 func emit(dst []byte, r rune) ([]byte, int) {
 	if r < 0x20 {
@@ -413,7 +472,7 @@ func isFormat(r rune) bool {
 }
 
 // scanPlain returns the index of the first byte at or after i that is not
-// printable ASCII, TAB, LF or CR, or len(p). It looks at 32 bytes per step.
+// printable ASCII, TAB, LF or CR, or len(p). It tests 32 bytes per step.
 func scanPlain(p []byte, i int) int {
 	for len(p)-i >= 32 {
 		q := p[i : i+32 : i+32]
@@ -421,13 +480,13 @@ func scanPlain(p []byte, i int) int {
 			special(binary.LittleEndian.Uint64(q[8:16])) |
 			special(binary.LittleEndian.Uint64(q[16:24])) |
 			special(binary.LittleEndian.Uint64(q[24:32]))
-		if m != 0 {
+		if m&msb != 0 {
 			break
 		}
 		i += 32
 	}
 	for len(p)-i >= 8 {
-		if m := special(binary.LittleEndian.Uint64(p[i:])); m != 0 {
+		if m := special(binary.LittleEndian.Uint64(p[i:])) & msb; m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 		i += 8
@@ -438,17 +497,16 @@ func scanPlain(p []byte, i int) int {
 	return i
 }
 
-// special returns a word with the high bit set in exactly those bytes of w
-// (read little-endian) that are not printable ASCII, TAB, LF or CR. The
-// arithmetic is done on 7-bit values, so no carry crosses a byte.
+// special computes, for the eight bytes of w read little-endian, a word
+// whose byte has its high bit set exactly when that byte is not printable
+// ASCII, TAB, LF or CR; the low seven bits of each byte are noise, so mask
+// the result with msb. Every step works on 7-bit values and keeps each byte
+// below 0x100, so no carry or borrow crosses into a neighbouring byte.
 func special(w uint64) uint64 {
-	x := w &^ msb
-	printable := x + 0x6060606060606060 // high bit set iff x >= 0x20
-	del := x + lsb                       // high bit set iff x == 0x7f
-	tab := x ^ 0x0909090909090909
-	lf := x ^ 0x0a0a0a0a0a0a0a0a
-	cr := x ^ 0x0d0d0d0d0d0d0d0d
-	// t + 0x7f has its high bit clear iff t == 0.
-	allowed := printable | ^(tab + lo7) | ^(lf + lo7) | ^(cr + lo7)
-	return (w | del | ^allowed) & msb
+	x := w & lo7                                                      // byte value without its high bit
+	del := x + lsb                                                    // high bit iff x == 0x7f
+	ctl := 0x9f9f9f9f9f9f9f9f - x                                     // high bit iff x < 0x20
+	notLF := (x ^ 0x0a0a0a0a0a0a0a0a) + lo7                           // high bit iff x != '\n'
+	notTabCR := ((x ^ 0x0909090909090909) & 0xfbfbfbfbfbfbfbfb) + lo7 // high bit iff x is neither '\t' nor '\r'
+	return w | del | (ctl & notLF & notTabCR)                         // w: high bit iff not ASCII
 }

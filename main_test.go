@@ -1,0 +1,298 @@
+package bgexec
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+// helperEnv marks a re-executed test binary as a helper child.
+const helperEnv = "BGEXEC_TEST_HELPER"
+
+// TestMain dispatches helper commands when the test binary is re-executed
+// as a child; otherwise it runs the tests under goleak.
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		os.Exit(runHelper(os.Args[1:]))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// runHelper implements the helper commands used by the tests.
+func runHelper(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "helper: no command")
+		return 2
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "echo":
+		fmt.Println(strings.Join(rest, " "))
+	case "stderr":
+		fmt.Fprintln(os.Stderr, strings.Join(rest, " "))
+	case "exit":
+		n, _ := strconv.Atoi(rest[0])
+		fmt.Println("exiting", n)
+		return n
+	case "hang":
+		// Prints ready, then waits to be killed.
+		fmt.Println("ready")
+		select {}
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
+		fmt.Println("ready")
+		select {}
+	case "trap-exit0":
+		// Exits 0 on SIGTERM, like a server with a graceful shutdown.
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		fmt.Println("ready")
+		<-c
+		return 0
+	case "grandchild":
+		// Starts a hanging grandchild in the same process group and prints its pid.
+		c := exec.Command(os.Args[0], "hang")
+		c.Env = os.Environ()
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("grandchild", c.Process.Pid)
+		select {}
+	case "print-bytes":
+		n, _ := strconv.Atoi(rest[0])
+		line := []byte(strings.Repeat("x", 99) + "\n")
+		w := bufio.NewWriterSize(os.Stdout, 64<<10)
+		for n > 0 {
+			k := min(n, len(line))
+			if k < len(line) {
+				_, _ = w.Write(line[len(line)-k:])
+			} else {
+				_, _ = w.Write(line)
+			}
+			n -= k
+		}
+		_ = w.Flush()
+	case "lines":
+		n, _ := strconv.Atoi(rest[0])
+		w := bufio.NewWriter(os.Stdout)
+		for i := range n {
+			fmt.Fprintf(w, "line %d\n", i)
+		}
+		_ = w.Flush()
+	case "cat":
+		_, _ = io.Copy(os.Stdout, os.Stdin)
+		fmt.Println("[eof]")
+	case "read-stdin":
+		// Reports whether stdin is at EOF at once.
+		b := make([]byte, 1)
+		n, err := os.Stdin.Read(b)
+		fmt.Printf("read n=%d err=%v\n", n, err)
+	case "no-read":
+		// Never reads stdin.
+		fmt.Println("ready")
+		select {}
+	case "env":
+		for _, k := range rest {
+			v, ok := os.LookupEnv(k)
+			fmt.Printf("%s=%q %v\n", k, v, ok)
+		}
+	case "pwd":
+		wd, _ := os.Getwd()
+		fmt.Println(wd)
+	case "pieces":
+		// Prints rest[0], waits until a line arrives on stdin, prints rest[1].
+		fmt.Print(rest[0])
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		fmt.Println(rest[1])
+		select {}
+	case "listen":
+		// Opens a TCP port after reading a line from stdin, then prints it.
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("port", l.Addr().(*net.TCPAddr).Port)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return 0
+			}
+			_ = c.Close()
+		}
+	case "fds":
+		// Lists the open descriptors other than 0, 1, 2.
+		ents, _ := os.ReadDir("/proc/self/fd")
+		var extra []string
+		for _, e := range ents {
+			if n, _ := strconv.Atoi(e.Name()); n > 2 {
+				if t, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && !strings.Contains(t, "/proc/") {
+					extra = append(extra, e.Name()+"->"+t)
+				}
+			}
+		}
+		fmt.Println("extra fds:", len(extra), strings.Join(extra, " "))
+	default:
+		fmt.Fprintln(os.Stderr, "helper: unknown command", cmd)
+		return 2
+	}
+	return 0
+}
+
+// helper returns a shell command line that runs the test binary as a helper.
+func helper(args ...string) string {
+	q := []string{"env", helperEnv + "=1", shellQuote(os.Args[0])}
+	for _, a := range args {
+		q = append(q, shellQuote(a))
+	}
+	return strings.Join(q, " ")
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// newTestRegistry returns a registry closed at the end of the test.
+func newTestRegistry(t *testing.T, cfg Config) *Registry {
+	t.Helper()
+	reg, err := NewRegistry(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, reg.Close(ctx))
+	})
+	return reg
+}
+
+// testCtx is a context with a deadline for one test.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// mustExec runs exec and fails the test on a Go error.
+func mustExec(t *testing.T, sc *Scope, req *ExecRequest) *Result {
+	t.Helper()
+	res, err := sc.Exec(testCtx(t), req)
+	require.NoError(t, err)
+	require.NotNil(t, res)
+	return res
+}
+
+func mustProcess(t *testing.T, sc *Scope, req *ProcessRequest) *Result {
+	t.Helper()
+	res, err := sc.Process(testCtx(t), req)
+	require.NoError(t, err)
+	require.NotNil(t, res)
+	return res
+}
+
+// startBackground starts cmd in the background and returns its session id.
+func startBackground(t *testing.T, sc *Scope, req *ExecRequest) string {
+	t.Helper()
+	req.Background = true
+	res := mustExec(t, sc, req)
+	require.Equal(t, StatusRunning, res.Details.Status, res.Text())
+	return res.Details.SessionID
+}
+
+// waitFor waits (event-driven, via the wait action) until the session's
+// output matches pattern.
+func waitFor(t *testing.T, sc *Scope, id, pattern string) *Result {
+	t.Helper()
+	res := mustProcess(t, sc, &ProcessRequest{Action: "wait", SessionID: id, Pattern: pattern, Timeout: ptr(Number(20000))})
+	require.Equal(t, "pattern", res.Details.Condition, res.Text())
+	return res
+}
+
+// waitExit waits for the session to end and returns the wait result.
+func waitExit(t *testing.T, sc *Scope, id string) *Result {
+	t.Helper()
+	res := mustProcess(t, sc, &ProcessRequest{Action: "wait", SessionID: id, Timeout: ptr(Number(20000))})
+	require.Equal(t, "exit", res.Details.Condition, res.Text())
+	return res
+}
+
+// pidGone waits, with a deadline, until pid has exited: a pidfd becomes
+// readable when the process ends, for any process, not only our children.
+func pidGone(t *testing.T, pid int) bool {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return errors.Is(err, unix.ESRCH)
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 10000)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0
+	}
+}
+
+// pidAlive reports whether pid runs (zombies count as gone).
+func pidAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// children lists the live child processes of this test process.
+func children(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	me := os.Getpid()
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[i+2:])
+		if len(f) > 1 {
+			if ppid, _ := strconv.Atoi(f[1]); ppid == me {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(ents)
+}
