@@ -5,6 +5,7 @@ package bgexec
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -28,8 +29,8 @@ type spawnSpec struct {
 // spawned is a started command and the descriptors the session owns.
 type spawned struct {
 	child   child
-	outputs []*os.File // stdout, stderr; or the PTY master alone
-	stdin   *os.File   // nil when the child reads EOF; the PTY master in PTY mode
+	outputs []io.Reader // stdout, stderr; or the PTY master alone (*os.File for real children)
+	stdin   io.Writer   // nil when the child reads EOF; the PTY master in PTY mode
 }
 
 // osChild is a real process. It waits on a pidfd through the runtime's
@@ -124,7 +125,7 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		closeOnError = append(closeOnError, master)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-		sp.outputs = []*os.File{master}
+		sp.outputs = []io.Reader{master}
 		sp.stdin = master
 	} else {
 		for range 2 {

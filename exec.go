@@ -134,11 +134,11 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 	spec.env = sc.reg.env.Merge(os.Environ(), req.Env, extra...)
 
 	start := time.Now()
-	sp, err := startChild(spec)
+	sp, err := sc.reg.spawn(spec)
 	if err != nil && req.PTY {
 		warnings = append(warnings, fmt.Sprintf("Warning: PTY spawn failed (%v); retrying without PTY for `%s`.", err, req.Command))
 		spec.pty, spec.stdinPipe = false, true
-		sp, err = startChild(spec)
+		sp, err = sc.reg.spawn(spec)
 	}
 	if err != nil {
 		return spawnFailure(warnings, err, cwd, start), nil
@@ -155,12 +155,8 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		reg:       sc.reg,
 		c:         sp.child,
 		out:       newOutputBuf(st.maxChars, st.pendingChars),
-	}
-	for _, f := range sp.outputs {
-		s.outputs = append(s.outputs, f)
-	}
-	if sp.stdin != nil {
-		s.stdin = sp.stdin
+		outputs:   sp.outputs,
+		stdin:     sp.stdin,
 	}
 	if !spec.pty {
 		s.term.cursorMode = keys.CursorNormal

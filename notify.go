@@ -85,24 +85,55 @@ func (s *session) shouldNotifyLocked(st *settings) bool {
 	return !(ok && quiet) || st.notifyEmpty
 }
 
-// deliverNotes is the registry's notification goroutine.
+// noteJob is one unit of work for the notification goroutine: deliver the
+// exit event of s, or retract an event already delivered. One FIFO keeps a
+// retraction behind the delivery it cancels.
+type noteJob struct {
+	s       *session
+	scope   string
+	retract string
+}
+
+func (r *Registry) enqueueNote(j noteJob) {
+	r.mu.Lock()
+	if !r.closed {
+		r.notes = append(r.notes, j)
+	}
+	r.mu.Unlock()
+	kick(r.noteKick)
+}
+
+// deliverNotes is the registry's notification goroutine. On Close it
+// still applies queued retractions (they never block) but drops deliveries.
 func (r *Registry) deliverNotes() {
 	for {
+		var stopping bool
 		select {
 		case <-r.stop:
-			return
+			stopping = true
 		case <-r.noteKick:
 		}
 		for {
 			r.mu.Lock()
-			if len(r.notes) == 0 || r.closed {
+			if len(r.notes) == 0 {
 				r.mu.Unlock()
 				break
 			}
-			s := r.notes[0]
+			j := r.notes[0]
 			r.notes = r.notes[1:]
+			stopping = stopping || r.closed
 			r.mu.Unlock()
-			r.deliver(s)
+			switch {
+			case j.s == nil:
+				if rt, ok := r.cfg.notifier.(Retractor); ok {
+					rt.Retract(j.scope, j.retract)
+				}
+			case !stopping:
+				r.deliver(j.s)
+			}
+		}
+		if stopping {
+			return
 		}
 	}
 }
@@ -123,7 +154,10 @@ func (r *Registry) deliver(s *session) {
 
 // retract withdraws a delivered event after a poll reported the same exit.
 func (r *Registry) retract(scope, text string) {
-	if rt, ok := r.cfg.notifier.(Retractor); ok && text != "" {
-		rt.Retract(scope, text)
+	if text == "" {
+		return
+	}
+	if _, ok := r.cfg.notifier.(Retractor); ok {
+		r.enqueueNote(noteJob{scope: scope, retract: text})
 	}
 }

@@ -22,6 +22,7 @@ type Registry struct {
 	cfg    settings
 	env    envpolicy.Policy
 	chunks chunkPool
+	spawn  func(*spawnSpec) (*spawned, error) // startChild; tests substitute fakes
 
 	// goroutines counts every goroutine the registry started; Close waits for it.
 	goroutines sync.WaitGroup
@@ -32,7 +33,7 @@ type Registry struct {
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*session
 	closed   bool
-	notes    []*session // ended sessions waiting for notification delivery
+	notes    []noteJob // notification work, in order
 }
 
 // NewRegistry returns a registry configured by cfg (zero Config = the
@@ -54,6 +55,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		sweepKick: make(chan struct{}, 1),
 		noteKick:  make(chan struct{}, 1),
 		sessions:  make(map[string]*session),
+		spawn:     startChild,
 	}
 	r.goroutines.Add(2)
 	go func() {
@@ -193,12 +195,7 @@ func (r *Registry) sessionEnded(s *session, notify bool) {
 		return
 	}
 	if notify {
-		r.mu.Lock()
-		if !r.closed {
-			r.notes = append(r.notes, s)
-		}
-		r.mu.Unlock()
-		kick(r.noteKick)
+		r.enqueueNote(noteJob{s: s})
 	}
 	kick(r.sweepKick)
 }

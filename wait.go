@@ -42,6 +42,23 @@ func (s *session) feedLineWaitersLocked(text []byte) {
 	}
 }
 
+// seedLineWaiterLocked starts a pattern waiter on output the agent has not
+// read yet: the pending text, or, when nothing is pending, the unfinished
+// line in progress (so a line split around an earlier poll still matches).
+func (s *session) seedLineWaiterLocked(w *lineWaiter) {
+	if !s.out.pending.empty() {
+		for _, c := range s.out.pending.chunks {
+			w.feed(c.text)
+		}
+		return
+	}
+	agg := s.out.agg.bytes()
+	if i := bytes.LastIndexByte(agg, '\n'); i >= 0 {
+		agg = agg[i+1:]
+	}
+	w.feed(agg[max(0, len(agg)-maxPartialLine):])
+}
+
 func (w *lineWaiter) feed(text []byte) {
 	for len(text) > 0 && !w.hit {
 		i := bytes.IndexByte(text, '\n')
@@ -99,6 +116,7 @@ func (sc *Scope) wait(ctx context.Context, s *session, req *ProcessRequest) (*Re
 
 	s.mu.Lock()
 	if lw != nil {
+		s.seedLineWaiterLocked(lw)
 		s.lineWaiters = append(s.lineWaiters, lw)
 	}
 	s.pollWaiters++

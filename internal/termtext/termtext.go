@@ -7,7 +7,9 @@
 //
 //   - decodes UTF-8, joining a multi-byte sequence that was split across two
 //     reads and replacing every invalid byte with U+FFFD (one replacement per
-//     byte, exactly as a Go for-range loop or utf8.DecodeRune would do);
+//     byte, exactly as a Go for-range loop or utf8.DecodeRune would do, also
+//     for an incomplete sequence at the end of the stream). A raw byte 0x80–
+//     0x9F is invalid UTF-8, not a C1 control: it becomes U+FFFD;
 //   - removes ANSI/ECMA-48 escape sequences whole, parameters included: CSI,
 //     OSC (ended by BEL or ST), DCS/SOS/PM/APC strings (ended by ST), and
 //     two-character or intermediate escapes such as ESC ( B, ESC =, ESC 7 or
@@ -15,10 +17,16 @@
 //     code point (U+009B for CSI, U+009D for OSC, U+0090 for DCS, …);
 //   - removes the remaining C0 controls except TAB, LF and CR, DEL, the C1
 //     range U+0080–U+009F, Unicode format characters (category Cf, such as
-//     U+200B, U+200D, U+FEFF or U+202E) and surrogate code points;
+//     U+200B, U+FEFF, U+202E, U+00AD or the tag characters U+E0000–U+E007F)
+//     and surrogate code points. This includes the zero-width joiner U+200D,
+//     so an emoji ZWJ sequence comes out as its separate emoji;
 //   - reports, as [Events], the terminal requests that matter to a PTY
 //     bridge: cursor-position queries (ESC[6n, ESC[?6n) and changes of the
-//     cursor-key mode (DEC private mode 1, ESC[?1h / ESC[?1l).
+//     cursor-key mode (DEC private mode 1, ESC[?1h / ESC[?1l). A query must
+//     have exactly the one parameter 6; a mode change must carry the '?'
+//     marker and may list mode 1 among others (ESC[?1;1049h). Sequences with
+//     intermediate bytes, sub-parameters (':') or a misplaced marker are
+//     removed but not reported.
 //
 // Parsing follows the DEC VT500-series state machine that xterm-compatible
 // terminals implement, so the text left over is what a terminal would have
@@ -29,8 +37,10 @@
 //     dropped) and the sequence continues.
 //   - CAN (0x18) and SUB (0x1A) cancel any sequence in progress; ESC always
 //     starts a new sequence, abandoning the one in progress (which is how
-//     ESC \ ends a string); any C1 code point likewise ends the sequence in
-//     progress (U+009C is ST).
+//     ESC \ ends a string); a C1 code point likewise ends the sequence in
+//     progress and, if it is an introducer, starts its own (U+009C is ST).
+//   - A BEL ends an OSC (as xterm allows) but not a DCS, SOS, PM or APC
+//     string, which only ST ends.
 //   - Inside OSC and the other strings every control other than the
 //     terminators is swallowed together with the string.
 //   - A printable non-ASCII code point where an escape or CSI sequence
@@ -43,7 +53,9 @@
 //
 // The cleaner never buffers sequence bytes, so its memory is constant (a few
 // dozen bytes) whatever it is fed. The common case, printable ASCII with TAB,
-// LF and CR, is scanned eight bytes at a time and copied in bulk.
+// LF and CR, is checked 32 bytes per step with word-wide bit arithmetic and
+// copied in bulk; only escape sequences, other controls and non-ASCII text
+// go through the per-code-point state machine.
 package termtext
 
 import (
@@ -85,6 +97,7 @@ type Cleaner struct {
 
 	// CSI parameter parsing, enough to recognise ESC[6n and ESC[?1h/l.
 	marker   byte  // private marker ('<', '=', '>', '?') or 0
+	csiAny   bool  // parameter or intermediate bytes seen
 	csiBad   bool  // parameters not understood (sub-parameters, misplaced marker…)
 	csiInter bool  // intermediate bytes seen
 	nparams  uint8 // completed parameters (saturating)
@@ -134,6 +147,7 @@ func (c *Cleaner) Append(dst []byte, p []byte) (out []byte, runes int, ev Events
 	}
 	i := 0
 	for i < len(p) {
+		inSeq := c.st != stGround
 		switch c.st {
 		case stGround:
 			// Extend a run of bytes that are kept as they are, then copy
@@ -166,8 +180,8 @@ func (c *Cleaner) Append(dst []byte, p []byte) (out []byte, runes int, ev Events
 		if i >= len(p) {
 			break
 		}
-		if c.st == stGround && plain[p[i]] {
-			continue // a fast loop ended its sequence
+		if inSeq && c.st == stGround {
+			continue // the sequence ended: back to the plain-text loop
 		}
 		b := p[i]
 		if b < utf8.RuneSelf {
@@ -327,6 +341,7 @@ func (c *Cleaner) csiRun(p []byte, i int, ev *Events) int {
 		i++
 		c.seqLen++
 		if b >= '0' && b <= '9' && !c.csiInter {
+			c.csiAny = true
 			if c.cur < maxParam {
 				c.cur = c.cur*10 + int(b-'0')
 			}
@@ -383,12 +398,14 @@ func emit(dst []byte, r rune) ([]byte, int) {
 // startCSI enters the CSI state; the caller has set seqLen.
 func (c *Cleaner) startCSI() {
 	c.st = stCSI
-	c.marker, c.csiBad, c.csiInter = 0, false, false
+	c.marker, c.csiAny, c.csiBad, c.csiInter = 0, false, false, false
 	c.nparams, c.cur, c.first, c.hasOne = 0, 0, 0, false
 }
 
 // csiByte handles one byte 0x20–0x7E inside a CSI sequence.
 func (c *Cleaner) csiByte(b byte, ev *Events) {
+	started := c.csiAny
+	c.csiAny = true
 	switch {
 	case b >= '0' && b <= '9':
 		if c.csiInter {
@@ -403,8 +420,8 @@ func (c *Cleaner) csiByte(b byte, ev *Events) {
 		}
 		c.endParam()
 	case b >= 0x3c && b <= 0x3f: // private marker
-		if c.nparams > 0 || c.cur > 0 || c.marker != 0 || c.csiInter {
-			c.csiBad = true
+		if started {
+			c.csiBad = true // only valid as the first byte
 		}
 		c.marker = b
 	case b == ':': // sub-parameters: not one of ours
@@ -498,15 +515,20 @@ func scanPlain(p []byte, i int) int {
 }
 
 // special computes, for the eight bytes of w read little-endian, a word
-// whose byte has its high bit set exactly when that byte is not printable
-// ASCII, TAB, LF or CR; the low seven bits of each byte are noise, so mask
-// the result with msb. Every step works on 7-bit values and keeps each byte
-// below 0x100, so no carry or borrow crosses into a neighbouring byte.
+// whose high bit is set in the lowest byte that is not printable ASCII, TAB,
+// LF or CR, and in no byte below it; mask the result with msb. Bytes above
+// the first such byte may be flagged or not: a carry or borrow can only
+// start in a byte that is itself flagged (one with its high bit set or an
+// ASCII control), and carries only move upwards.
 func special(w uint64) uint64 {
-	x := w & lo7                                                      // byte value without its high bit
-	del := x + lsb                                                    // high bit iff x == 0x7f
-	ctl := 0x9f9f9f9f9f9f9f9f - x                                     // high bit iff x < 0x20
-	notLF := (x ^ 0x0a0a0a0a0a0a0a0a) + lo7                           // high bit iff x != '\n'
-	notTabCR := ((x ^ 0x0909090909090909) & 0xfbfbfbfbfbfbfbfb) + lo7 // high bit iff x is neither '\t' nor '\r'
-	return w | del | (ctl & notLF & notTabCR)                         // w: high bit iff not ASCII
+	// Per byte b, for b < 0x80 (exact):
+	//   b + 0x01 has its high bit set iff b == 0x7f (DEL);
+	//   0x9f - b has it set iff b < 0x20 (a control);
+	//   (b ^ 0x0a) + 0x7f has it set iff b != '\n';
+	//   ((b ^ 0x09) & 0xfb) + 0x7f has it set iff b is neither '\t' nor '\r'.
+	// A byte >= 0x80 is flagged by w itself.
+	return w | (w + lsb) |
+		((0x9f9f9f9f9f9f9f9f - w) &
+			((w ^ 0x0a0a0a0a0a0a0a0a) + lo7) &
+			(((w ^ 0x0909090909090909) & 0xfbfbfbfbfbfbfbfb) + lo7))
 }

@@ -152,6 +152,9 @@ var cleanCases = []cleanCase{
 	{"ANSI mode 1 without the private marker is not a cursor mode change", "\x1b[1h\x1b[1l", "", Events{}},
 	{"a cursor mode change through C1 CSI is detected", "\u009b?1h", "", Events{CursorMode: 1}},
 	{"a zero-padded mode 1 is detected", "\x1b[?01h", "", Events{CursorMode: 1}},
+	{"a private marker after a parameter is not a cursor mode change", "\x1b[0?1h\x1b[1?1h\x1b[?1?h", "", Events{}},
+	{"a query with a marker after the parameter is not counted", "\x1b[6?n", "", Events{}},
+	{"an empty first parameter still finds mode 1", "\x1b[?;1h", "", Events{CursorMode: 1}},
 	{"a cursor mode change with an intermediate is not counted", "\x1b[?1$h", "", Events{}},
 	{"ESC inside an OSC ends it, so a following query is counted", "\x1b]0;\x1b[6n", "", Events{CursorQueries: 1}},
 	{"queries and mode changes together are both reported", "\x1b[?1h\x1b[6nprompt$ ", "prompt$ ", Events{CursorQueries: 1, CursorMode: 1}},
@@ -291,21 +294,42 @@ func TestIsFormatMatchesUnicodeTables(t *testing.T) {
 }
 
 func TestScanPlain(t *testing.T) {
+	isPlain := func(b byte) bool { return b >= 0x20 && b < 0x7f || b == '\t' || b == '\n' || b == '\r' }
+	reference := func(p []byte, i int) int {
+		for i < len(p) && isPlain(p[i]) {
+			i++
+		}
+		return i
+	}
+	t.Run("the plain table matches the definition", func(t *testing.T) {
+		for b := 0; b < 256; b++ {
+			require.Equal(t, isPlain(byte(b)), plain[b], "byte %#x", b)
+		}
+	})
 	t.Run("the word scanner stops at the same byte as a byte loop", func(t *testing.T) {
 		base := []byte(strings.Repeat("abcdefghijklmnopqrstuvwxyz012345", 3))
-		for _, b := range []byte{0x00, 0x01, 0x08, 0x0b, 0x1b, 0x1f, 0x7f, 0x80, 0xc3, 0xff} {
+		for b := 0; b < 256; b++ {
 			for pos := 0; pos < len(base); pos++ {
 				p := append([]byte(nil), base...)
-				p[pos] = b
-				for start := 0; start <= pos; start += 7 {
-					require.Equal(t, pos, scanPlain(p, start), "byte %#x at %d from %d", b, pos, start)
+				p[pos] = byte(b)
+				for start := 0; start <= pos; start += 5 {
+					require.Equal(t, reference(p, start), scanPlain(p, start), "byte %#x at %d from %d", b, pos, start)
 				}
 			}
 		}
-		for _, b := range []byte{'\t', '\n', '\r', ' ', '~'} {
-			p := append([]byte(nil), base...)
-			p[40] = b
-			require.Equal(t, len(p), scanPlain(p, 0))
+	})
+	t.Run("carries from one bad byte do not hide or fake another", func(t *testing.T) {
+		second := []byte{0x00, 0x08, 0x09, 0x0a, 0x0b, 0x0d, 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0x9f, 0xa0, 0xfe, 0xff}
+		for a := 0; a < 256; a++ {
+			for _, b := range second {
+				for pa := 0; pa < 10; pa++ {
+					for pb := 0; pb < 10; pb++ {
+						p := []byte("abcdefghijklmnopqrstuvwxyz0123456789ABCDEF")
+						p[pa], p[pb] = byte(a), b
+						require.Equal(t, reference(p, 0), scanPlain(p, 0), "%q", p)
+					}
+				}
+			}
 		}
 	})
 }

@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// raceEnabled makes the tests build the server binary with -race too.
+const raceEnabled = true

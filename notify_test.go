@@ -1,0 +1,232 @@
+package bgexec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// recorder is a Notifier that records every call.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+	beats  []string
+	got    chan struct{} // one send per SystemEvent
+}
+
+func newRecorder() *recorder { return &recorder{got: make(chan struct{}, 1000)} }
+
+func (r *recorder) SystemEvent(scope, text string) {
+	r.mu.Lock()
+	r.events = append(r.events, scope+"|"+text)
+	r.mu.Unlock()
+	r.got <- struct{}{}
+}
+
+func (r *recorder) Heartbeat(scope, reason string) {
+	r.mu.Lock()
+	r.beats = append(r.beats, scope+"|"+reason)
+	r.mu.Unlock()
+}
+
+func (r *recorder) snapshot() ([]string, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...), append([]string(nil), r.beats...)
+}
+
+// settle closes the registry, so every notification that will ever be
+// made has been made (Close waits for the notification goroutine).
+func settle(t *testing.T, reg *Registry) {
+	t.Helper()
+	require.NoError(t, reg.Close(testCtx(t)))
+}
+
+func TestExitNotifications(t *testing.T) {
+	type scenario struct {
+		name  string
+		cfg   Config
+		run   func(t *testing.T, reg *Registry, sc *Scope)
+		want  []string // event texts, without the session id part
+		beats int
+	}
+	id8 := func(id string) string { return id[:min(8, len(id))] }
+	var lastID string
+	start := func(t *testing.T, sc *Scope, req *ExecRequest) string {
+		lastID = startBackground(t, sc, req)
+		return lastID
+	}
+	scenarios := []scenario{
+		{name: "a background run that prints and exits notifies once", run: func(t *testing.T, reg *Registry, sc *Scope) {
+			awaitDone(t, reg, start(t, sc, &ExecRequest{Command: "echo   built   ok; exit 2"}))
+		}, want: []string{"Exec completed (%s, code 2) :: built ok"}, beats: 1},
+		{name: "an exit during a waiting poll is reported by the poll only", run: func(t *testing.T, reg *Registry, sc *Scope) {
+			id := start(t, sc, &ExecRequest{Command: "sleep 0.3; echo bye"})
+			res := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(20000))})
+			for !strings.Contains(res.Text(), "Process exited") {
+				res = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(20000))})
+			}
+		}},
+		{name: "a poll after the exit consumes the event", cfg: Config{Notifier: NewQueue()}, run: func(t *testing.T, reg *Registry, sc *Scope) {
+			id := start(t, sc, &ExecRequest{Command: "echo hi"})
+			awaitDone(t, reg, id)
+			mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
+		}},
+		{name: "remove never notifies", run: func(t *testing.T, reg *Registry, sc *Scope) {
+			id := start(t, sc, &ExecRequest{Command: "echo x; " + helper("hang")})
+			waitFor(t, sc, id, "ready")
+			mustProcess(t, sc, &ProcessRequest{Action: "remove", SessionID: id})
+		}},
+		{name: "kill notifies a failure with the signal", cfg: Config{KillGrace: 5 * time.Second}, run: func(t *testing.T, reg *Registry, sc *Scope) {
+			id := start(t, sc, &ExecRequest{Command: "exec " + helper("hang")})
+			mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(20000))})
+			mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+		}, want: []string{"Exec failed (%s, signal SIGTERM) :: ready"}, beats: 1},
+		{name: "a timeout notifies with the timeout label", run: func(t *testing.T, reg *Registry, sc *Scope) {
+			awaitDone(t, reg, start(t, sc, &ExecRequest{Command: "echo waiting; sleep 30", Timeout: ptr(0.3)}))
+		}, want: []string{"Exec failed (%s, timeout) :: waiting"}, beats: 1},
+		{name: "a quiet success does not notify", run: func(t *testing.T, reg *Registry, sc *Scope) {
+			awaitDone(t, reg, start(t, sc, &ExecRequest{Command: "true"}))
+		}},
+		{name: "a quiet success notifies when configured", cfg: Config{NotifyOnExitEmptySuccess: true}, run: func(t *testing.T, reg *Registry, sc *Scope) {
+			awaitDone(t, reg, start(t, sc, &ExecRequest{Command: "true"}))
+		}, want: []string{"Exec completed (%s, code 0)"}, beats: 1},
+		{name: "a quiet failure notifies", run: func(t *testing.T, reg *Registry, sc *Scope) {
+			awaitDone(t, reg, start(t, sc, &ExecRequest{Command: "exit 1"}))
+		}, want: []string{"Exec completed (%s, code 1)"}, beats: 1},
+		{name: "notifyOnExit false turns them off", cfg: Config{NotifyOnExit: ptr(false)}, run: func(t *testing.T, reg *Registry, sc *Scope) {
+			awaitDone(t, reg, start(t, sc, &ExecRequest{Command: "echo hi; exit 3"}))
+		}},
+		{name: "a foreground run never notifies", run: func(t *testing.T, reg *Registry, sc *Scope) {
+			mustExec(t, sc, &ExecRequest{Command: "echo hi; exit 3"})
+			lastID = ""
+		}},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			rec := newRecorder()
+			cfg := sc.cfg
+			var q *Queue
+			if cfg.Notifier != nil {
+				q = cfg.Notifier.(*Queue)
+			} else {
+				cfg.Notifier = rec
+			}
+			reg, err := NewRegistry(cfg)
+			require.NoError(t, err)
+			scope := reg.Scope("agent:x")
+			sc.run(t, reg, scope)
+			if len(sc.want) > 0 {
+				select {
+				case <-rec.got:
+				case <-time.After(20 * time.Second):
+					t.Fatal("no event")
+				}
+			}
+			settle(t, reg)
+			if q != nil {
+				assert.Empty(t, q.Drain("agent:x"))
+				return
+			}
+			events, beats := rec.snapshot()
+			var want []string
+			for _, w := range sc.want {
+				want = append(want, "agent:x|"+fmt.Sprintf(w, id8(lastID)))
+			}
+			assert.Equal(t, want, events)
+			assert.Len(t, beats, sc.beats)
+			if sc.beats > 0 {
+				assert.Equal(t, "agent:x|exec:"+lastID+":exit", beats[0])
+			}
+		})
+	}
+}
+
+func TestExitSnippet(t *testing.T) {
+	assert.Equal(t, "a b c", exitSnippet("  a \n\t b   c \n"))
+	long := strings.Repeat("x", 500)
+	s := exitSnippet(long)
+	assert.Equal(t, 180, len([]rune(s)))
+	assert.True(t, strings.HasSuffix(s, "…"))
+	assert.Equal(t, strings.Repeat("y", 180), exitSnippet(strings.Repeat("y", 180)), "exactly 180 is not cut")
+	assert.Equal(t, "", exitSnippet(" \n "))
+}
+
+// blocker is a Notifier whose SystemEvent blocks until released.
+type blocker struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blocker) SystemEvent(string, string) {
+	b.entered <- struct{}{}
+	<-b.release
+}
+func (b *blocker) Heartbeat(string, string) {}
+
+func TestSlowNotifierDoesNotStallCapture(t *testing.T) {
+	b := &blocker{entered: make(chan struct{}, 10), release: make(chan struct{})}
+	reg := newTestRegistry(t, Config{Notifier: b})
+	sc := reg.Scope("a")
+	defer close(b.release)
+
+	first := startBackground(t, sc, &ExecRequest{Command: "echo one"})
+	awaitDone(t, reg, first)
+	select {
+	case <-b.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("notifier not called")
+	}
+	// The notifier is now stuck; capture and other sessions go on.
+	id := startBackground(t, sc, &ExecRequest{Command: helper("lines", "5000") + "; echo end"})
+	res := waitExit(t, sc, id)
+	assert.Contains(t, res.Text(), "line 4999\nend")
+	fg := mustExec(t, sc, &ExecRequest{Command: "echo fg"})
+	assert.Equal(t, "fg", fg.Text())
+}
+
+func TestQueue(t *testing.T) {
+	q := NewQueue()
+	for i := range 25 {
+		q.SystemEvent("s", fmt.Sprintf("e%d", i))
+		q.SystemEvent("s", fmt.Sprintf("e%d", i)) // duplicate of the previous one: dropped
+	}
+	q.SystemEvent("other", "o")
+	ev := q.Drain("s")
+	require.Len(t, ev, MaxQueuedEvents)
+	assert.Equal(t, "e5", ev[0])
+	assert.Equal(t, "e24", ev[19])
+	assert.Empty(t, q.Drain("s"))
+	q.SystemEvent("s", "a")
+	q.SystemEvent("s", "b")
+	q.SystemEvent("s", "a")
+	q.Retract("s", "b")
+	assert.Equal(t, []string{"a", "a"}, q.Drain("s"), "only consecutive duplicates are dropped")
+	assert.Equal(t, []string{"o"}, q.Drain("other"))
+	for range heartbeatBuffer + 10 {
+		q.Heartbeat("s", "r") // never blocks
+	}
+	assert.Equal(t, HeartbeatRequest{ScopeKey: "s", Reason: "r"}, <-q.Heartbeats())
+
+	t.Run("the queue gets exactly one event per background exit", func(t *testing.T) {
+		q := NewQueue()
+		reg := newTestRegistry(t, Config{Notifier: q})
+		sc := reg.Scope("agent:q")
+		id := startBackground(t, sc, &ExecRequest{Command: "echo done; exit 4"})
+		select {
+		case hb := <-q.Heartbeats():
+			assert.Equal(t, HeartbeatRequest{ScopeKey: "agent:q", Reason: "exec:" + id + ":exit"}, hb)
+		case <-time.After(20 * time.Second):
+			t.Fatal("no heartbeat")
+		}
+		assert.Equal(t, []string{"Exec completed (" + id[:min(8, len(id))] + ", code 4) :: done"}, q.Drain("agent:q"))
+		assert.Empty(t, q.Drain("agent:main"))
+		_ = context.Background()
+	})
+}

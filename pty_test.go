@@ -1,0 +1,389 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rawHexDump is a PTY command that puts its terminal in raw mode without
+// echo, prints "ready", reads exactly n bytes and prints them in hex. Reading
+// a known count with head lets od see EOF and flush, so the dump is complete
+// when the session ends.
+func rawHexDump(n int) string {
+	return rawHexDumpAfter(`printf 'ready\n'`, n)
+}
+
+// rawHexDumpAfter is rawHexDump with announce run instead of printing "ready".
+func rawHexDumpAfter(announce string, n int) string {
+	return fmt.Sprintf("stty raw -echo; %s; head -c %d | od -An -tx1 -v", announce, n)
+}
+
+// odLine is one line of `od -An -tx1`.
+var odLine = regexp.MustCompile(`^( [0-9a-f]{2})+$`)
+
+// dumpedHex waits for a rawHexDump session to end and returns what it read,
+// as hex digits without spaces. Lines that are not od output (the announce
+// line, or an echo of input that arrived before raw mode was on) are skipped.
+func dumpedHex(t *testing.T, sc *Scope, id string) string {
+	t.Helper()
+	res := waitExit(t, sc, id)
+	require.NotNil(t, res.Details.ExitCode, res.Text())
+	require.Equal(t, 0, *res.Details.ExitCode, res.Text())
+	log := mustProcess(t, sc, &ProcessRequest{Action: "log", SessionID: id, Offset: ptr(0)})
+	var b strings.Builder
+	for _, line := range strings.Split(log.Text(), "\n") {
+		if odLine.MatchString(line) {
+			b.WriteString(strings.ReplaceAll(line, " ", ""))
+		}
+	}
+	return b.String()
+}
+
+// startPTY starts command in the background under a PTY.
+func startPTY(t *testing.T, sc *Scope, command string) string {
+	t.Helper()
+	return startBackground(t, sc, &ExecRequest{Command: command, PTY: true})
+}
+
+// startRawHexDump starts rawHexDump(n) and waits until the child is in raw mode.
+func startRawHexDump(t *testing.T, sc *Scope, n int) string {
+	t.Helper()
+	id := startPTY(t, sc, rawHexDump(n))
+	waitFor(t, sc, id, `^ready$`)
+	return id
+}
+
+// ptyLines splits PTY output, whose lines end in CRLF, into lines.
+func ptyLines(s string) []string {
+	return strings.Split(strings.ReplaceAll(strings.TrimSpace(s), "\r\n", "\n"), "\n")
+}
+
+func TestPTYTerminal(t *testing.T) {
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	const probe = `tty; stty size; printf '[%s]\n' "$TERM"`
+
+	t.Run("the child has a controlling terminal of 120x30 and a default TERM", func(t *testing.T) {
+		t.Setenv("TERM", "")
+		res := mustExec(t, sc, &ExecRequest{Command: probe, PTY: true})
+		require.Equal(t, StatusCompleted, res.Details.Status, res.Text())
+		lines := ptyLines(res.Text())
+		require.Len(t, lines, 3, res.Text())
+		assert.Regexp(t, `^/dev/pts/\d+$`, lines[0])
+		assert.Equal(t, "30 120", lines[1])
+		assert.Equal(t, "[xterm-256color]", lines[2])
+	})
+
+	t.Run("an unset TERM also gets the default", func(t *testing.T) {
+		t.Setenv("TERM", "")
+		require.NoError(t, os.Unsetenv("TERM"))
+		res := mustExec(t, sc, &ExecRequest{Command: probe, PTY: true})
+		assert.Equal(t, "[xterm-256color]", ptyLines(res.Text())[2])
+	})
+
+	t.Run("a TERM in the environment is inherited", func(t *testing.T) {
+		t.Setenv("TERM", "vt100")
+		res := mustExec(t, sc, &ExecRequest{Command: probe, PTY: true})
+		assert.Equal(t, "[vt100]", ptyLines(res.Text())[2])
+	})
+
+	t.Run("a TERM passed in env wins over the default", func(t *testing.T) {
+		t.Setenv("TERM", "")
+		res := mustExec(t, sc, &ExecRequest{Command: probe, PTY: true, Env: map[string]string{"TERM": "dumb"}})
+		assert.Equal(t, "[dumb]", ptyLines(res.Text())[2])
+	})
+
+	t.Run("a pipe child gets no default TERM and no terminal", func(t *testing.T) {
+		t.Setenv("TERM", "")
+		res := mustExec(t, sc, &ExecRequest{Command: `tty; printf '[%s]\n' "$TERM"`})
+		assert.Equal(t, "not a tty\n[]\n\n(Command exited with code 1)", res.Text())
+	})
+
+	t.Run("stdout and stderr are one stream in order", func(t *testing.T) {
+		res := mustExec(t, sc, &ExecRequest{Command: "echo one; echo two >&2; echo three", PTY: true})
+		assert.Equal(t, []string{"one", "two", "three"}, ptyLines(res.Text()))
+	})
+}
+
+func TestPTYSendKeys(t *testing.T) {
+	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
+	sc := reg.Scope("a")
+
+	t.Run("the SPEC worked example arrives byte for byte", func(t *testing.T) {
+		id := startRawHexDump(t, sc, 16)
+		res := mustProcess(t, sc, &ProcessRequest{
+			Action: "send-keys", SessionID: id,
+			Literal: "你好😀", Hex: []string{"c3", "0xa9", "00", "FF"}, Keys: []string{"C-c", "Enter"},
+		})
+		assert.Equal(t, "Sent 16 bytes to session "+id+".", res.Text())
+		assert.Equal(t, StatusRunning, res.Details.Status)
+		assert.Equal(t, "e4bda0e5a5bdf09f9880c3a900ff030d", dumpedHex(t, sc, id))
+	})
+
+	t.Run("invalid hex entries are skipped with a warning", func(t *testing.T) {
+		id := startRawHexDump(t, sc, 2)
+		res := mustProcess(t, sc, &ProcessRequest{Action: "send-keys", SessionID: id, Hex: []string{"41", "zz", "0x123"}, Keys: []string{"Tab"}})
+		assert.Equal(t, "Sent 2 bytes to session "+id+".\nWarnings:\n- Invalid hex byte: zz\n- Invalid hex byte: 0x123", res.Text())
+		assert.Equal(t, "4109", dumpedHex(t, sc, id))
+	})
+
+	t.Run("submit sends one carriage return", func(t *testing.T) {
+		id := startRawHexDump(t, sc, 1)
+		res := mustProcess(t, sc, &ProcessRequest{Action: "submit", SessionID: id})
+		assert.Equal(t, "Submitted session "+id+" (sent CR).", res.Text())
+		assert.Equal(t, "0d", dumpedHex(t, sc, id))
+	})
+}
+
+func TestPTYPaste(t *testing.T) {
+	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
+	sc := reg.Scope("a")
+
+	t.Run("a paste is bracketed by default", func(t *testing.T) {
+		id := startRawHexDump(t, sc, 6+12+6)
+		res := mustProcess(t, sc, &ProcessRequest{Action: "paste", SessionID: id, Text: "line1\nline2\n"})
+		assert.Equal(t, "Pasted 12 chars to session "+id+".", res.Text())
+		assert.Equal(t, "1b5b3230307e"+"6c696e65310a6c696e65320a"+"1b5b3230317e", dumpedHex(t, sc, id))
+	})
+
+	t.Run("bracketed:false pastes the raw text and counts characters, not bytes", func(t *testing.T) {
+		id := startRawHexDump(t, sc, 7)
+		res := mustProcess(t, sc, &ProcessRequest{Action: "paste", SessionID: id, Text: "héllo\n", Bracketed: ptr(false)})
+		assert.Equal(t, "Pasted 6 chars to session "+id+".", res.Text())
+		assert.Equal(t, "68c3a96c6c6f0a", dumpedHex(t, sc, id))
+	})
+}
+
+func TestPTYCursorPositionQuery(t *testing.T) {
+	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
+	sc := reg.Scope("a")
+	for _, query := range []string{`\033[6n`, `\033[?6n`} {
+		t.Run("the query "+strings.ReplaceAll(query, `\033`, "ESC")+" is answered with ESC[1;1R and removed from the output", func(t *testing.T) {
+			// The child asks only after raw mode is on, so the answer
+			// reaches it unchanged and is not echoed.
+			id := startPTY(t, sc, rawHexDumpAfter(`printf 'ready`+query+`\n'`, 6))
+			assert.Equal(t, "1b5b313b3152", dumpedHex(t, sc, id))
+			log := mustProcess(t, sc, &ProcessRequest{Action: "log", SessionID: id})
+			assert.True(t, strings.HasPrefix(log.Text(), "ready\n"), log.Text())
+			assert.NotContains(t, log.Text(), "\x1b")
+			assert.NotContains(t, log.Text(), "6n")
+			assert.NotContains(t, log.Text(), "1;1R")
+		})
+	}
+}
+
+func TestPTYCursorKeyMode(t *testing.T) {
+	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
+	sc := reg.Scope("a")
+
+	t.Run("an unmodified arrow fails before the first output and a modified one is sent", func(t *testing.T) {
+		// Prints nothing until it has read its input.
+		id := startPTY(t, sc, "stty raw -echo; head -c 6 | od -An -tx1 -v")
+		for _, key := range []string{"Up", "down", "Left", "Right", "Home", "End"} {
+			res := mustProcess(t, sc, &ProcessRequest{Action: "send-keys", SessionID: id, Keys: []string{"a", key}})
+			assert.Equal(t, StatusFailed, res.Details.Status, key)
+			assert.Equal(t, "Session "+id+" cursor key mode is not known yet. Poll or log until startup output appears, then retry send-keys.", res.Text(), key)
+		}
+		res := mustProcess(t, sc, &ProcessRequest{Action: "send-keys", SessionID: id, Keys: []string{"M-Up"}})
+		assert.Equal(t, "Sent 6 bytes to session "+id+".", res.Text())
+		// Nothing of the refused calls was sent: the child read M-Up first.
+		assert.Equal(t, "1b5b313b3341", dumpedHex(t, sc, id))
+	})
+
+	cases := []struct {
+		name     string
+		announce string
+		want     string
+	}{
+		{"after plain output Up is sent in normal mode", `printf 'ready\n'`, "1b5b41"},
+		{"after ESC[?1h Up is sent in application mode", `printf '\033[?1hready\n'`, "1b4f41"},
+		{"after ESC[?1h then ESC[?1l Up is sent in normal mode again", `printf '\033[?1h\033[?1lready\n'`, "1b5b41"},
+		{"application mode set in a separate write still applies", `printf '\033[?1h'; printf 'ready\n'`, "1b4f41"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			id := startPTY(t, sc, rawHexDumpAfter(c.announce, 3))
+			waitFor(t, sc, id, `^ready$`)
+			res := mustProcess(t, sc, &ProcessRequest{Action: "send-keys", SessionID: id, Keys: []string{"Up"}})
+			assert.Equal(t, "Sent 3 bytes to session "+id+".", res.Text())
+			assert.Equal(t, c.want, dumpedHex(t, sc, id))
+		})
+	}
+}
+
+func TestPTYWriteEOF(t *testing.T) {
+	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
+	sc := reg.Scope("a")
+
+	t.Run("write with eof ends cat on a terminal with EOT", func(t *testing.T) {
+		id := startPTY(t, sc, "cat; echo cat-ended")
+		res := mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "hello\n", EOF: true})
+		assert.Equal(t, "Wrote 6 bytes to session "+id+". (stdin closed)", res.Text())
+		end := waitExit(t, sc, id)
+		require.NotNil(t, end.Details.ExitCode, end.Text())
+		assert.Equal(t, 0, *end.Details.ExitCode)
+		log := mustProcess(t, sc, &ProcessRequest{Action: "log", SessionID: id})
+		// The terminal echoes the line, then cat prints it.
+		assert.Equal(t, "hello\nhello\ncat-ended", log.Text())
+	})
+
+	t.Run("eof alone ends cat", func(t *testing.T) {
+		id := startPTY(t, sc, "cat; echo cat-ended")
+		res := mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, EOF: true})
+		assert.Equal(t, "Wrote 0 bytes to session "+id+". (stdin closed)", res.Text())
+		waitFor(t, sc, id, `^cat-ended$`)
+		waitExit(t, sc, id)
+	})
+}
+
+func TestPTYResize(t *testing.T) {
+	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
+	sc := reg.Scope("a")
+
+	t.Run("the child gets SIGWINCH and sees the new size", func(t *testing.T) {
+		id := startPTY(t, sc, `trap 'stty size' WINCH; echo ready; while :; do sleep 0.05; done`)
+		waitFor(t, sc, id, `^ready$`)
+		for _, size := range []struct{ cols, rows int }{{100, 40}, {1000, 1}, {1, 1000}} {
+			res := mustProcess(t, sc, &ProcessRequest{Action: "resize", SessionID: id, Cols: size.cols, Rows: size.rows})
+			assert.Equal(t, fmt.Sprintf("Resized session %s to %dx%d.", id, size.cols, size.rows), res.Text())
+			assert.Equal(t, StatusRunning, res.Details.Status)
+			waitFor(t, sc, id, fmt.Sprintf(`^%d %d$`, size.rows, size.cols))
+		}
+		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	})
+
+	t.Run("sizes outside 1 to 1000 are refused", func(t *testing.T) {
+		id := startPTY(t, sc, "echo ready; exec sleep 60")
+		waitFor(t, sc, id, `^ready$`)
+		for _, size := range []struct{ cols, rows int }{{0, 30}, {1001, 30}, {120, 0}, {120, 1001}, {-1, 30}} {
+			res := mustProcess(t, sc, &ProcessRequest{Action: "resize", SessionID: id, Cols: size.cols, Rows: size.rows})
+			assert.Equal(t, StatusFailed, res.Details.Status)
+			assert.Equal(t, fmt.Sprintf("Invalid size %dx%d: pass cols and rows from 1 to 1000.", size.cols, size.rows), res.Text())
+		}
+		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	})
+
+	t.Run("a pipe session cannot be resized", func(t *testing.T) {
+		id := startBackground(t, sc, &ExecRequest{Command: "echo ready; exec sleep 60", Stdin: "pipe"})
+		waitFor(t, sc, id, `^ready$`)
+		res := mustProcess(t, sc, &ProcessRequest{Action: "resize", SessionID: id, Cols: 100, Rows: 40})
+		assert.Equal(t, StatusFailed, res.Details.Status)
+		assert.Equal(t, "Session "+id+" has no terminal; resize needs a session started with pty:true.", res.Text())
+		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	})
+}
+
+func TestPTYInputFailures(t *testing.T) {
+	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
+	sc := reg.Scope("a")
+
+	t.Run("input to a finished session finds no active session", func(t *testing.T) {
+		id := startPTY(t, sc, "echo bye")
+		waitExit(t, sc, id)
+		for _, req := range []ProcessRequest{
+			{Action: "write", Data: "x"},
+			{Action: "write", EOF: true},
+			{Action: "send-keys", Keys: []string{"Enter"}},
+			{Action: "submit"},
+			{Action: "paste", Text: "x"},
+			{Action: "resize", Cols: 80, Rows: 24},
+		} {
+			req.SessionID = id
+			res := mustProcess(t, sc, &req)
+			assert.Equal(t, StatusFailed, res.Details.Status, req.Action)
+			assert.Equal(t, "No active session found for "+id, res.Text(), req.Action)
+		}
+	})
+
+	t.Run("empty send-keys and paste are refused", func(t *testing.T) {
+		id := startPTY(t, sc, "echo ready; exec sleep 60")
+		waitFor(t, sc, id, `^ready$`)
+		res := mustProcess(t, sc, &ProcessRequest{Action: "send-keys", SessionID: id})
+		assert.Equal(t, StatusFailed, res.Details.Status)
+		assert.Equal(t, "No key data provided.", res.Text())
+		res = mustProcess(t, sc, &ProcessRequest{Action: "send-keys", SessionID: id, Keys: []string{"", ""}, Hex: []string{"zz"}})
+		assert.Equal(t, "No key data provided.\nWarnings:\n- Invalid hex byte: zz", res.Text())
+		res = mustProcess(t, sc, &ProcessRequest{Action: "paste", SessionID: id})
+		assert.Equal(t, StatusFailed, res.Details.Status)
+		assert.Equal(t, "No paste text provided.", res.Text())
+		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	})
+
+	t.Run("terminal input to a pipe session without stdin is refused", func(t *testing.T) {
+		id := startBackground(t, sc, &ExecRequest{Command: "echo ready; exec sleep 60"})
+		waitFor(t, sc, id, `^ready$`)
+		for _, req := range []ProcessRequest{
+			{Action: "send-keys", Keys: []string{"Up"}},
+			{Action: "submit"},
+			{Action: "paste", Text: "x"},
+			{Action: "write", Data: "x"},
+		} {
+			req.SessionID = id
+			res := mustProcess(t, sc, &req)
+			assert.Equal(t, StatusFailed, res.Details.Status, req.Action)
+			assert.Equal(t, "Session "+id+" stdin is not writable.", res.Text(), req.Action)
+		}
+		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	})
+}
+
+func TestPTYOutput(t *testing.T) {
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+
+	t.Run("colour codes and titles are removed", func(t *testing.T) {
+		res := mustExec(t, sc, &ExecRequest{Command: `printf '\033[31mred\033[0m \033]0;title\007plain\n'`, PTY: true})
+		assert.Equal(t, "red plain", res.Text())
+		assert.Equal(t, "red plain\r\n", res.Details.Aggregated)
+	})
+
+	t.Run("the last output before exit is never lost", func(t *testing.T) {
+		const n = 3000
+		for i := range 20 {
+			res := mustExec(t, sc, &ExecRequest{Command: fmt.Sprintf(`printf 'line %%d\n' $(seq 0 %d)`, n-1), PTY: true})
+			require.Equal(t, StatusCompleted, res.Details.Status, "run %d", i)
+			lines := ptyLines(res.Text())
+			require.Len(t, lines, n, "run %d", i)
+			assert.Equal(t, fmt.Sprintf("line %d", n-1), lines[n-1], "run %d", i)
+		}
+	})
+}
+
+func TestPTYReleasesEverything(t *testing.T) {
+	// The first PTY session may create descriptors the runtime keeps (the
+	// poller), so count after one has run.
+	warm := newTestRegistry(t, Config{})
+	mustExec(t, warm.Scope("a"), &ExecRequest{Command: "true", PTY: true})
+
+	fds := openFDs(t)
+	reg, err := NewRegistry(Config{KillGrace: 200 * time.Millisecond})
+	require.NoError(t, err)
+	sc := reg.Scope("a")
+	finished := startPTY(t, sc, "echo done")
+	waitExit(t, sc, finished)
+	var running []string
+	for range 3 {
+		id := startPTY(t, sc, "echo ready; sleep 300")
+		waitFor(t, sc, id, `^ready$`)
+		running = append(running, id)
+	}
+	list := mustProcess(t, sc, &ProcessRequest{Action: "list"})
+	require.NoError(t, reg.Close(testCtx(t)))
+
+	for _, id := range running {
+		pid := sessionPid(list, id)
+		require.NotZero(t, pid)
+		assert.True(t, pidGone(t, pid), "session %s (pid %d) outlived Close", id, pid)
+	}
+	assert.Empty(t, children(t), "no child process (or zombie) is left")
+	assert.Equal(t, fds, openFDs(t), "no descriptor leaks")
+}
