@@ -1,5 +1,7 @@
 package bgexec
 
+import "bytes"
+
 // discardNotice starts exec/poll/log texts when output was dropped at a cap.
 const discardNotice = "[earlier output was discarded at the retention cap and cannot be recovered]"
 
@@ -156,6 +158,9 @@ type outputBuf struct {
 	agg        runeRing
 	pending    pendingBuf
 	totalChars int64
+	// linePrefix is the unfinished last line at the latest drain, so a
+	// pattern waiter sees lines split around a poll whole.
+	linePrefix []byte
 }
 
 func newOutputBuf(maxChars, pendingChars int) outputBuf {
@@ -173,6 +178,16 @@ func (o *outputBuf) add(s streamID, text []byte, n int) {
 	o.totalChars += int64(n)
 	o.agg.append(text, n)
 	o.pending.append(s, text, n)
+}
+
+// drainPending returns the pending output and remembers the unfinished line.
+func (o *outputBuf) drainPending() (string, bool) {
+	agg := o.agg.bytes()
+	if i := bytes.LastIndexByte(agg, '\n'); i >= 0 {
+		agg = agg[i+1:]
+	}
+	o.linePrefix = append(o.linePrefix[:0], agg[max(0, len(agg)-maxPartialLine):]...)
+	return o.pending.drain()
 }
 
 func (o *outputBuf) truncated() bool { return o.agg.dropped > 0 }

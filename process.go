@@ -219,7 +219,7 @@ func (sc *Scope) poll(ctx context.Context, s *session, req *ProcessRequest) (*Re
 	s.waitChange(ctx, wait, func() bool { return !s.out.pending.empty() })
 
 	s.mu.Lock()
-	text, dropped := s.out.pending.drain()
+	text, dropped := s.out.drainPending()
 	sn := s.snapshotLocked()
 	d := Details{
 		Status: sn.status, SessionID: s.id, Name: s.name, Aggregated: s.out.agg.String(),

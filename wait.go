@@ -43,20 +43,13 @@ func (s *session) feedLineWaitersLocked(text []byte) {
 }
 
 // seedLineWaiterLocked starts a pattern waiter on output the agent has not
-// read yet: the pending text, or, when nothing is pending, the unfinished
-// line in progress (so a line split around an earlier poll still matches).
+// read yet: the unfinished line that preceded it, then the pending text. So
+// a line split around an earlier poll still matches whole.
 func (s *session) seedLineWaiterLocked(w *lineWaiter) {
-	if !s.out.pending.empty() {
-		for _, c := range s.out.pending.chunks {
-			w.feed(c.text)
-		}
-		return
+	w.feed(s.out.linePrefix)
+	for _, c := range s.out.pending.chunks {
+		w.feed(c.text)
 	}
-	agg := s.out.agg.bytes()
-	if i := bytes.LastIndexByte(agg, '\n'); i >= 0 {
-		agg = agg[i+1:]
-	}
-	w.feed(agg[max(0, len(agg)-maxPartialLine):])
 }
 
 func (w *lineWaiter) feed(text []byte) {
@@ -159,7 +152,7 @@ func (sc *Scope) wait(ctx context.Context, s *session, req *ProcessRequest) (*Re
 			}
 		}
 	}
-	text, dropped := s.out.pending.drain()
+	text, dropped := s.out.drainPending()
 	sn := s.snapshotLocked()
 	var retract string
 	if sn.ended && !s.exitReported {
