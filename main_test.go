@@ -250,17 +250,6 @@ func pidGone(t *testing.T, pid int) bool {
 	}
 }
 
-// pidAlive reports whether pid runs (zombies count as gone).
-func pidAlive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // children lists the live child processes of this test process.
 func children(t *testing.T) []int {
 	t.Helper()

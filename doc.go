@@ -1,0 +1,104 @@
+// Package bgexec gives AI agent runtimes background shell sessions: an
+// exec tool that runs a command and returns its output if it finishes
+// within a yield window, or a session id if it does not, and a process tool
+// to list, poll, page, write to, send keys to, resize, wait on, kill, clear
+// and remove those sessions. The tool contract (parameters, defaults, texts)
+// follows the exec/process tools of the OpenClaw agent gateway.
+//
+// # Life of a session
+//
+// [Scope.Exec] spawns [$SHELL, "-c", command] in its own process group (a
+// new session with a controlling terminal under pty:true). The call then
+// waits: if the command exits first, the result is the foreground output
+// and nothing is kept. If the yield window (yieldMs, default 10 s) ends
+// first, or background:true was passed, the session becomes backgrounded
+// and the result is status "running" with a session id. From then on:
+//
+//   - poll drains output not yet returned (optionally waiting for some);
+//   - wait blocks until a pattern appears, a port opens, or the command ends;
+//   - log pages the retained output by lines without draining it;
+//   - write, send-keys, submit and paste feed its input;
+//   - kill sends SIGTERM to the whole process group, then SIGKILL after the
+//     grace period (3 s);
+//   - clear and remove forget it.
+//
+// A finished backgrounded session is kept for the TTL (30 min) after its
+// end, then reaped by the registry's single sweeper goroutine. The timeout
+// (30 min default) applies in the foreground and in the background. When
+// the shell exits, anything it left running in its process group is
+// killed too: once a session has ended nobody could stop those processes
+// through the tool. Start long-lived servers as their own session.
+//
+// The request context bounds the call, never a backgrounded process:
+// cancelling it before the run was backgrounded kills the run; afterwards
+// it changes nothing.
+//
+// # The agent pattern
+//
+// For long work, start once and let the runtime wake the agent:
+//
+//	exec {"command":"npm run dev","background":true}
+//	process {"action":"wait","sessionId":"<id>","pattern":"listening on"}
+//	… carry on; when the server exits, a [Notifier] event wakes the agent.
+//
+// Polling is for status on demand, not for scheduling: poll returns
+// retryInMs (5 s, then 10 s, 30 s, 60 s for repeated empty polls).
+//
+// # Exit notifications
+//
+// When a backgrounded session ends, the registry sends exactly one
+// SystemEvent and one Heartbeat to the configured [Notifier], from one
+// goroutine of its own, never under a lock. It skips a session ended by
+// remove, a session whose end a poll or wait already reported (including
+// one that was waiting when the process ended), and a quiet success (exit
+// 0, no output) unless NotifyOnExitEmptySuccess is set. [Queue] is a
+// ready-made Notifier with per-scope FIFOs; it also implements [Retractor],
+// so an event a later poll made redundant is withdrawn if still queued.
+//
+// # Output
+//
+// stdout and stderr are read concurrently into one aggregate per session,
+// which keeps the last MaxOutputChars characters (code points of the
+// decoded UTF-8; invalid bytes become U+FFFD). Each stream also has a
+// pending buffer for the next poll, capped per stream. Model-facing text is
+// cleaned: ANSI escape sequences are removed whole, as are C0 controls
+// other than TAB, LF and CR, DEL, C1 controls and Unicode format
+// characters; the cleaner keeps state across reads. Caps count cleaned
+// characters. Texts start with a notice when output was dropped at a cap.
+// Memory per session stays bounded by the caps whatever the child prints.
+//
+// # PTY versus pipes
+//
+// Pipe sessions (the default) have separate stdout and stderr; stdin is
+// closed at spawn (the child reads EOF) unless stdin:"pipe" is passed.
+// PTY sessions (pty:true) run under a 120×30 terminal with TERM from the
+// environment or xterm-256color, one merged stream, and an always writable
+// terminal. Cursor-position queries are answered with ESC[1;1R, and the
+// cursor-key mode is tracked from the output for send-keys. A write to a
+// terminal in canonical mode is cut by the kernel at 4095 bytes per line.
+//
+// # Resources and concurrency
+//
+// Each session has one owner goroutine that waits for the exit on a pidfd
+// through the runtime's netpoller (no OS thread per idle session), plus one
+// reader goroutine per stream; read buffers are pooled and only held during
+// a read. Timeouts and kill escalation use runtime timers, not goroutines.
+// All exported methods of [Registry], [Scope] and [Queue] are safe for
+// concurrent use. [Registry.Close] kills every running session, waits for
+// every goroutine the registry started (including an in-flight Notifier
+// call), and is idempotent. Nothing is written to disk; sessions are lost
+// when the process exits.
+//
+// # Errors
+//
+// A tool-level failure (blank command, refused env key, unknown session,
+// non-zero exit) is a [Result] with Details.Status "failed" and a text for
+// the model. A Go error means the call could not be made: a nil request,
+// malformed JSON or a wrong type in [Scope.Call], a closed registry
+// ([ErrClosed]), or a context that ended first.
+//
+// # Platform
+//
+// bgexec runs on Linux: it relies on pidfds (kernel 5.3+; older kernels
+// fall back to a blocking waitid per session) and process groups.
+package bgexec
