@@ -169,8 +169,13 @@ func shellQuote(s string) string {
 }
 
 // newTestRegistry returns a registry closed at the end of the test.
+// Unless cfg says otherwise, the yield window is the longest allowed, so a
+// foreground run on a loaded machine never backgrounds by accident.
 func newTestRegistry(t *testing.T, cfg Config) *Registry {
 	t.Helper()
+	if cfg.YieldMs == 0 {
+		cfg.YieldMs = MaxYieldMs
+	}
 	reg, err := NewRegistry(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -184,6 +184,14 @@ func (c *Cleaner) Append(dst []byte, p []byte) (out []byte, runes int, ev Events
 			continue // the sequence ended: back to the plain-text loop
 		}
 		b := p[i]
+		if b == 0x1b && i+1 < len(p) && p[i+1] == '[' {
+			// ESC [ is by far the most common sequence; step would reach
+			// the same state in two calls.
+			c.seqLen = 2
+			c.startCSI()
+			i += 2
+			continue
+		}
 		if b < utf8.RuneSelf {
 			dst, n = c.step(dst, rune(b), 1, &ev)
 			runes += n
@@ -493,12 +501,20 @@ func isFormat(r rune) bool {
 func scanPlain(p []byte, i int) int {
 	for len(p)-i >= 32 {
 		q := p[i : i+32 : i+32]
-		m := special(binary.LittleEndian.Uint64(q[0:8])) |
-			special(binary.LittleEndian.Uint64(q[8:16])) |
-			special(binary.LittleEndian.Uint64(q[16:24])) |
-			special(binary.LittleEndian.Uint64(q[24:32]))
-		if m&msb != 0 {
-			break
+		m0 := special(binary.LittleEndian.Uint64(q[0:8]))
+		m1 := special(binary.LittleEndian.Uint64(q[8:16]))
+		m2 := special(binary.LittleEndian.Uint64(q[16:24]))
+		m3 := special(binary.LittleEndian.Uint64(q[24:32]))
+		if (m0|m1|m2|m3)&msb != 0 {
+			switch {
+			case m0&msb != 0:
+				return i + bits.TrailingZeros64(m0&msb)/8
+			case m1&msb != 0:
+				return i + 8 + bits.TrailingZeros64(m1&msb)/8
+			case m2&msb != 0:
+				return i + 16 + bits.TrailingZeros64(m2&msb)/8
+			}
+			return i + 24 + bits.TrailingZeros64(m3&msb)/8
 		}
 		i += 32
 	}

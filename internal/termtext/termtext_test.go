@@ -389,6 +389,10 @@ func FuzzCleaner(f *testing.F) {
 			rest := data
 			for i := 0; len(rest) > 0; i++ {
 				n := min(int(cuts[i%len(cuts)]%24), len(rest))
+				if n == 0 {
+					chunks = append(chunks, rest[:0]) // an empty read
+					n = 1
+				}
 				chunks = append(chunks, rest[:n])
 				rest = rest[n:]
 			}
