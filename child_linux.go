@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,6 +25,7 @@ type spawnSpec struct {
 	pty       bool
 	cols      uint16
 	rows      uint16
+	cgroup    *sessionCgroup // nil: process group only
 }
 
 // spawned is a started command and the descriptors the session owns.
@@ -39,6 +41,9 @@ type spawned struct {
 type osChild struct {
 	cmd   *exec.Cmd
 	pidfd *os.File // nil when pidfd_open is unavailable
+
+	cg       *sessionCgroup // nil without cgroup containment
+	watchdog *watchdog      // learns the pgid, to kill it if this process dies
 
 	mu     sync.Mutex // guards reaped
 	reaped bool       // after reaping, the pgid may be reused: never signal it
@@ -79,7 +84,15 @@ func (c *osChild) signalGroup(sig syscall.Signal) error {
 	}
 	err := unix.Kill(-c.pid(), sig)
 	if errors.Is(err, unix.ESRCH) {
-		return nil
+		err = nil
+	}
+	if c.cg != nil {
+		// Also reach processes that left the group (setsid, double fork).
+		if sig == unix.SIGKILL {
+			_ = c.cg.kill()
+		} else {
+			c.cg.signal(sig)
+		}
 	}
 	return err
 }
@@ -90,6 +103,7 @@ func (c *osChild) reap() (syscall.WaitStatus, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reaped = true
+	c.watchdog.forget(c.pid())
 	_ = c.cmd.Wait() // non-zero exits are a status here, not an error
 	if c.pidfd != nil {
 		_ = c.pidfd.Close()
@@ -98,6 +112,13 @@ func (c *osChild) reap() (syscall.WaitStatus, error) {
 		return 0, errors.New("bgexec: process state unavailable")
 	}
 	return c.cmd.ProcessState.Sys().(syscall.WaitStatus), nil
+}
+
+// release removes the session's cgroup once its processes are gone.
+func (c *osChild) release() {
+	if c.cg != nil {
+		_ = c.cg.remove(time.Second)
+	}
 }
 
 // startChild spawns spec. On error nothing is left running and every
@@ -124,7 +145,7 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		closeAfterStart = append(closeAfterStart, tty)
 		closeOnError = append(closeOnError, master)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
 		sp.outputs = []io.Reader{master}
 		sp.stdin = master
 	} else {
@@ -149,12 +170,21 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 			cmd.Stdin = r
 			sp.stdin = w
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
+	if spec.cgroup != nil {
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = spec.cgroup.fd
+	}
+	// A descriptor the host inherited without close-on-exec must not reach
+	// the child: mark every descriptor above stderr close-on-exec. Go
+	// creates its own descriptors close-on-exec already, and the child's
+	// 0-2 are set up by dup2, which clears the flag.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &osChild{cmd: cmd}
+	c := &osChild{cmd: cmd, cg: spec.cgroup}
 	if fd, err := unix.PidfdOpen(cmd.Process.Pid, unix.PIDFD_NONBLOCK); err == nil {
 		c.pidfd = os.NewFile(uintptr(fd), "pidfd")
 	}

@@ -123,8 +123,15 @@ type Config struct {
 	// Approver decides commands that need approval (ask "always", or "on-miss"
 	// for commands not on the allowlist). Nil refuses them.
 	Approver Approver
-	// Elevation gates elevated:true. Nil refuses elevated runs.
+	// Elevation gates elevated:true. The zero value refuses elevated runs.
 	Elevation ElevationPolicy
+	// Containment selects how sessions are contained. ContainmentAuto (the
+	// zero value) runs each session in its own cgroup v2 child cgroup when
+	// this process may create one, so kill, timeout, remove and Close also
+	// end processes that left the process group; otherwise it falls back to
+	// the process group. ContainmentOff always uses the process group;
+	// ContainmentRequired makes NewRegistry fail without cgroups.
+	Containment Containment
 }
 
 // ConfigFromEnv returns the defaults overlaid with the environment

@@ -22,7 +22,11 @@ type Registry struct {
 	cfg    settings
 	env    envpolicy.Policy
 	chunks chunkPool
-	spawn  func(*spawnSpec) (*spawned, error) // startChild; tests substitute fakes
+	spawn  func(*spawnSpec) (*spawned, error) // spawnContained; tests substitute fakes
+
+	spawner  spawner
+	watchdog *watchdog   // kills the sessions' groups if this process dies
+	cgroups  *cgroupRoot // nil without cgroup containment
 
 	// goroutines counts every goroutine the registry started; Close waits for it.
 	goroutines sync.WaitGroup
@@ -45,6 +49,24 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	var cg *cgroupRoot
+	if cfg.Containment != ContainmentOff {
+		cg, err = newCgroupRoot()
+		if err != nil && cfg.Containment == ContainmentRequired {
+			return nil, fmt.Errorf("bgexec: containment required: %w", err)
+		}
+	}
+	cgDir := ""
+	if cg != nil {
+		cgDir = cg.dir
+	}
+	wd, err := startWatchdog(cgDir)
+	if err != nil {
+		if cg != nil {
+			_ = cg.remove()
+		}
+		return nil, err
+	}
 	pol := envpolicy.Default()
 	pol.DroppedKeys = append(pol.DroppedKeys, st.extraBlocked...)
 	pol.OverrideOnlyKeys = append(pol.OverrideOnlyKeys, st.extraOverrides...)
@@ -55,9 +77,16 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		sweepKick: make(chan struct{}, 1),
 		noteKick:  make(chan struct{}, 1),
 		sessions:  make(map[string]*session),
-		spawn:     startChild,
+		spawner:   spawner{reqs: make(chan spawnCall)},
+		watchdog:  wd,
+		cgroups:   cg,
 	}
-	r.goroutines.Add(2)
+	r.spawn = r.spawnContained
+	r.goroutines.Add(3)
+	go func() {
+		defer r.goroutines.Done()
+		r.spawner.run(r.stop)
+	}()
 	go func() {
 		defer r.goroutines.Done()
 		r.sweep()
@@ -113,11 +142,32 @@ func (r *Registry) Close(ctx context.Context) error {
 		}
 	}
 	r.goroutines.Wait()
+	r.watchdog.close()
+	if r.cgroups != nil {
+		_ = r.cgroups.remove()
+	}
 	r.mu.Lock()
 	clear(r.sessions)
 	r.notes = nil
 	r.mu.Unlock()
 	return err
+}
+
+// spawnContained starts spec in a cgroup of its own when containment is on.
+func (r *Registry) spawnContained(spec *spawnSpec) (*spawned, error) {
+	if r.cgroups != nil {
+		cg, err := r.cgroups.newSession()
+		if err != nil {
+			return nil, fmt.Errorf("create session cgroup: %w", err)
+		}
+		spec.cgroup = cg
+	}
+	sp, err := r.spawnOnThread(spec)
+	if err != nil && spec.cgroup != nil {
+		_ = spec.cgroup.remove(0)
+		spec.cgroup = nil
+	}
+	return sp, err
 }
 
 // add registers a new session under a fresh id. It fails once closed.

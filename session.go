@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -46,6 +47,8 @@ type child interface {
 	signalGroup(sig syscall.Signal) error
 	// reap collects the exit status.
 	reap() (syscall.WaitStatus, error)
+	// release frees what outlives the process (its cgroup).
+	release()
 }
 
 // exitInfo is the recorded end of a session.
@@ -183,10 +186,35 @@ func (s *session) ingest(id streamID, text []byte, n int, ev termtext.Events) {
 	s.mu.Unlock()
 	if answer {
 		// Answer each cursor-position query so TUIs that wait for it go on.
-		for range ev.CursorQueries {
-			_, _ = s.writeInput([]byte("\x1b[1;1R"), 0)
-		}
+		s.answerCursorQueries(ev.CursorQueries)
 	}
+}
+
+// cursorReply answers a cursor-position query: row 1, column 1.
+const cursorReply = "\x1b[1;1R"
+
+// answerCursorQueries writes the replies without ever blocking the reader:
+// if the terminal's input buffer is full (the child is not reading) or an
+// agent write holds the terminal, the replies are dropped rather than
+// stalling output capture.
+func (s *session) answerCursorQueries(n int) {
+	if !s.stdinMu.TryLock() {
+		return
+	}
+	defer s.stdinMu.Unlock()
+	f, ok := s.stdin.(*os.File)
+	if !ok || s.stdinEOF {
+		return
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	reply := []byte(strings.Repeat(cursorReply, min(n, 64)))
+	_ = rc.Write(func(fd uintptr) bool {
+		_, _ = unix.Write(int(fd), reply)
+		return true // never wait for room
+	})
 }
 
 // run is the owner goroutine: it waits for the exit, ends what is left of
@@ -210,6 +238,7 @@ func (s *session) run(readers *sync.WaitGroup) {
 	}
 	s.stdin = nil
 	s.stdinMu.Unlock()
+	s.c.release()
 
 	s.mu.Lock()
 	s.ended = true

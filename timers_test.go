@@ -30,6 +30,8 @@ func (f *fakeChild) pid() int { return 4242 }
 
 func (f *fakeChild) awaitExit() error { <-f.exited; return nil }
 
+func (f *fakeChild) release() {}
+
 func (f *fakeChild) reap() (syscall.WaitStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

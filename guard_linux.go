@@ -1,0 +1,150 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// spawner forks every child from one OS thread that lives as long as the
+// registry. Pdeathsig fires when the thread that forked a child exits, not
+// when the process does, and the Go runtime may end a thread (a goroutine
+// that exits while locked to it). Forking from a dedicated locked thread
+// makes Pdeathsig mean "the host process died".
+type spawner struct {
+	reqs chan spawnCall
+}
+
+type spawnCall struct {
+	spec  *spawnSpec
+	reply chan spawnResult
+}
+
+type spawnResult struct {
+	sp  *spawned
+	err error
+}
+
+// run serves spawn requests until stop is closed. It keeps its thread
+// locked for life; when it returns the thread ends with it, after every
+// child has been killed by Close.
+func (s *spawner) run(stop <-chan struct{}) {
+	runtime.LockOSThread()
+	for {
+		select {
+		case <-stop:
+			return
+		case c := <-s.reqs:
+			sp, err := startChild(c.spec)
+			c.reply <- spawnResult{sp, err}
+		}
+	}
+}
+
+// spawn asks the spawner thread to start spec.
+func (r *Registry) spawnOnThread(spec *spawnSpec) (*spawned, error) {
+	c := spawnCall{spec: spec, reply: make(chan spawnResult, 1)}
+	select {
+	case r.spawner.reqs <- c:
+	case <-r.stop:
+		return nil, ErrClosed
+	}
+	res := <-c.reply
+	if res.err == nil {
+		if oc, ok := res.sp.child.(*osChild); ok {
+			oc.watchdog = r.watchdog
+			r.watchdog.watch(oc.pid())
+		}
+	}
+	return res.sp, res.err
+}
+
+// watchdogScript runs in a small sh process per registry. It reads "+ pgid"
+// and "- pgid" lines from a pipe only the host holds open; when the pipe
+// reaches EOF, because Close ended it or because the host died (even by
+// SIGKILL), it kills every process group still listed and the registry's
+// cgroup, so no session outlives its host as an orphan.
+const watchdogScript = `trap '' HUP INT TERM
+pids=
+while read -r op p; do
+	case "$op" in
+	+) pids="$pids $p" ;;
+	-) n=; for q in $pids; do [ "$q" = "$p" ] || n="$n $q"; done; pids=$n ;;
+	esac
+done
+for q in $pids; do kill -s KILL -- "-$q" 2>/dev/null; done
+if [ -n "$1" ]; then
+	echo 1 > "$1/cgroup.kill" 2>/dev/null
+	i=0
+	while [ -d "$1" ] && [ $i -lt 50 ]; do
+		for d in "$1"/s-*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+		rmdir "$1" 2>/dev/null
+		i=$((i+1))
+		[ -d "$1" ] && sleep 0.1
+	done
+fi
+`
+
+// watchdog is the host side of the watchdog process. Its methods are safe
+// for concurrent use and on a nil receiver (no watchdog).
+type watchdog struct {
+	cmd *exec.Cmd
+
+	mu       sync.Mutex // serialises lines and the close of lifeline
+	lifeline *os.File   // write end; nil once closed
+}
+
+func startWatchdog(cgroupDir string) (*watchdog, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "bgexec-watchdog", cgroupDir)
+	cmd.Stdin = r
+	// Its own process group, so nothing aimed at a session reaches it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("bgexec: start watchdog: %w", err)
+	}
+	return &watchdog{cmd: cmd, lifeline: w}, nil
+}
+
+func (w *watchdog) send(op string, pgid int) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lifeline != nil {
+		_, _ = w.lifeline.Write([]byte(op + " " + strconv.Itoa(pgid) + "\n"))
+	}
+}
+
+// watch registers a process group to kill if the host dies.
+func (w *watchdog) watch(pgid int) { w.send("+", pgid) }
+
+// forget unregisters a process group; call it before reaping its leader,
+// while the pgid cannot be reused.
+func (w *watchdog) forget(pgid int) { w.send("-", pgid) }
+
+// close ends the watchdog (it finds nothing left to kill) and reaps it.
+func (w *watchdog) close() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	if w.lifeline != nil {
+		_ = w.lifeline.Close()
+		w.lifeline = nil
+	}
+	w.mu.Unlock()
+	_ = w.cmd.Wait()
+}
