@@ -123,15 +123,23 @@ func TestExecBadInput(t *testing.T) {
 	list := mustProcess(t, sc, &ProcessRequest{Action: "list"})
 	assert.Equal(t, "No running or recent sessions.", list.Text())
 
-	t.Run("malformed JSON and wrong types are Go errors naming the field", func(t *testing.T) {
+	t.Run("malformed JSON is a Go error and wrong types are failures naming the field", func(t *testing.T) {
 		_, err := sc.Call(testCtx(t), "exec", json.RawMessage(`{"command":`))
 		assert.Error(t, err)
-		_, err = sc.Call(testCtx(t), "exec", json.RawMessage(`{"command":"true","yieldMs":"abc"}`))
-		assert.ErrorContains(t, err, "yieldMs")
-		_, err = sc.Call(testCtx(t), "exec", json.RawMessage(`{"command":"true","env":[1]}`))
-		assert.ErrorContains(t, err, "env")
+		res, err := sc.Call(testCtx(t), "exec", json.RawMessage(`{"command":"true","yieldMs":"abc"}`))
+		require.NoError(t, err)
+		assert.Equal(t, StatusFailed, res.Details.Status)
+		assert.Contains(t, res.Text(), "/yieldMs")
+		res, err = sc.Call(testCtx(t), "exec", json.RawMessage(`{"command":"true","env":[1]}`))
+		require.NoError(t, err)
+		assert.Contains(t, res.Text(), "/env")
 		_, err = sc.Call(testCtx(t), "nope", json.RawMessage(`{}`))
 		assert.ErrorContains(t, err, "unknown tool")
+		assert.ElementsMatch(t, before, children(t), "nothing was spawned")
+	})
+	t.Run("the decoder still names the field when validation passes", func(t *testing.T) {
+		err := decodeArgs(json.RawMessage(`{"command":"true","yieldMs":"abc"}`), &ExecRequest{})
+		assert.ErrorContains(t, err, "yieldMs")
 	})
 	t.Run("a nil request is an error", func(t *testing.T) {
 		_, err := sc.Exec(testCtx(t), nil)

@@ -315,6 +315,8 @@ func validateToolArgs(tool string, args json.RawMessage) (failureText string) {
 	if len(problems) == 0 {
 		problems = append(problems, "they do not match the schema")
 	}
+	// The validator visits properties in map order; sort for a stable text.
+	slices.Sort(problems)
 	return fmt.Sprintf("Invalid arguments for %s: %s.", tool, strings.Join(slices.Compact(problems), "; "))
 }
 

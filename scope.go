@@ -22,10 +22,15 @@ type Scope struct {
 func (sc *Scope) Key() string { return sc.key }
 
 // Call runs a tool by name ("exec" or "process") with JSON arguments, for
-// tool frameworks that hand over raw arguments. Malformed JSON, a wrong
-// type or an unknown field is a Go error naming the field; an unknown tool
-// name is an error too.
+// tool frameworks that hand over raw arguments. Arguments are first
+// validated against the tool's JSON Schema ([ToolDefinitions]): a violation
+// (wrong type, unknown field, value out of range) is a failure result that
+// names the field, so the model can correct itself. Malformed JSON and an
+// unknown tool name are Go errors.
 func (sc *Scope) Call(ctx context.Context, tool string, args json.RawMessage) (*Result, error) {
+	if text := validateToolArgs(tool, args); text != "" {
+		return failure(text), nil
+	}
 	switch tool {
 	case "exec":
 		var req ExecRequest

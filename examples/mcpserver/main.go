@@ -29,19 +29,21 @@
 // When a background command ends, the server sends the client an MCP
 // logging message (notifications/message) with level "notice", logger
 // "bgexec" and data {"event":"exit","text":…} carrying the exit summary,
-// followed by one with level "info" and data {"event":"wake","reason":"exec:<sessionId>:exit"}.
-// The client must set a log level (logging/setLevel) of "notice" or lower
-// to receive them. Because protocol revision 2026-07-28 has no channel for
-// messages outside a request, the server offers the earlier revisions only.
+// then one with level "info" and data
+// {"event":"wake","reason":"exec:<sessionId>:exit"}. The client must set a
+// log level (logging/setLevel): "notice" for the exit summaries, "info" or
+// lower for the wake requests too. Protocol revision 2026-07-28 has no
+// channel for messages outside a request, so the server offers the earlier
+// revisions only.
 //
 // # Errors
 //
 // Invalid arguments, an unknown tool and failures that are not about a
 // session are tool results with isError set and a text that explains them;
-// the server never answers them with a protocol error and never exits on
-// bad input. A line on stdin that is not a JSON-RPC message gets a JSON-RPC
-// error response and is skipped. Every result carries the text for the model as text content
-// and bgexec's details as structured content.
+// the server answers none of them with a protocol error, and no bad input
+// stops it. A line on stdin that is not a JSON-RPC message gets a JSON-RPC
+// error response and is skipped. Every result carries the text for the
+// model as text content and bgexec's details as structured content.
 //
 // The configuration comes from the environment variables of
 // [bgexec.ConfigFromEnv].

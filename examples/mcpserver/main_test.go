@@ -213,7 +213,8 @@ func TestServerOverStdio(t *testing.T) {
 	t.Run("a foreground command returns its output and details", func(t *testing.T) {
 		res := c.call(t, "exec", map[string]any{"command": "echo hello; echo oops >&2"})
 		assert.False(t, res.IsError)
-		assert.Equal(t, "hello\noops", textOf(t, res))
+		// stdout and stderr are separate pipes: their order is up to the reads.
+		assert.ElementsMatch(t, []string{"hello", "oops"}, strings.Split(textOf(t, res), "\n"))
 		d := detailsOf(t, res)
 		assert.Equal(t, bgexec.StatusCompleted, d.Status)
 		require.NotNil(t, d.ExitCode)
@@ -222,8 +223,9 @@ func TestServerOverStdio(t *testing.T) {
 
 	t.Run("a background command is polled, paged, killed and listed", func(t *testing.T) {
 		res := c.call(t, "exec", map[string]any{
-			"command":    "for i in 1 2 3 4 5; do echo line$i; done; echo ready; exec sleep 300",
+			"command":    "for i in 1 2 3 4 5; do echo line$i; done; echo ready; read answer; echo got $answer; exec sleep 300",
 			"background": true,
+			"stdin":      "pipe",
 		})
 		d := detailsOf(t, res)
 		require.Equal(t, bgexec.StatusRunning, d.Status, textOf(t, res))
@@ -235,17 +237,23 @@ func TestServerOverStdio(t *testing.T) {
 		res = c.call(t, "process", map[string]any{"action": "wait", "sessionId": id, "pattern": "^ready$", "timeout": 20000})
 		require.False(t, res.IsError, textOf(t, res))
 		require.Equal(t, "pattern", detailsOf(t, res).Condition, textOf(t, res))
+		assert.Contains(t, textOf(t, res), "line5\nready")
 
 		res = c.call(t, "process", map[string]any{"action": "poll", "sessionId": id})
+		assert.Equal(t, "(no new output)\n\nProcess still running.", textOf(t, res), "wait consumed the output so far")
+
+		res = c.call(t, "process", map[string]any{"action": "write", "sessionId": id, "data": "yes\n"})
+		require.False(t, res.IsError, textOf(t, res))
+		res = c.call(t, "process", map[string]any{"action": "poll", "sessionId": id, "timeout": "20000"})
 		assert.False(t, res.IsError)
-		assert.Equal(t, "line1\nline2\nline3\nline4\nline5\nready\n\nProcess still running.", textOf(t, res))
+		assert.Equal(t, "got yes\n\nProcess still running.", textOf(t, res))
 		assert.Equal(t, bgexec.StatusRunning, detailsOf(t, res).Status)
 
 		res = c.call(t, "process", map[string]any{"action": "log", "sessionId": id, "offset": 1, "limit": 2})
 		assert.Equal(t, "line2\nline3", textOf(t, res))
 		d = detailsOf(t, res)
 		require.NotNil(t, d.TotalLines)
-		assert.Equal(t, 6, *d.TotalLines)
+		assert.Equal(t, 7, *d.TotalLines)
 
 		res = c.call(t, "process", map[string]any{"action": "log", "sessionId": id, "offset": "4"})
 		assert.True(t, res.IsError, "offset must be an integer: %s", textOf(t, res))
@@ -269,6 +277,9 @@ func TestServerOverStdio(t *testing.T) {
 		id := detailsOf(t, res).SessionID
 		require.NotEmpty(t, id)
 
+		// Earlier sessions (the killed one) send their own notifications;
+		// pick out this session's.
+		wantExit := "Exec completed (" + id[:min(8, len(id))] + ", code 0) :: build-finished"
 		var gotExit, gotWake bool
 		timeout := time.NewTimer(callTimeout)
 		defer timeout.Stop()
@@ -280,15 +291,15 @@ func TestServerOverStdio(t *testing.T) {
 				require.NoError(t, err)
 				var ev struct{ Event, Text, Reason string }
 				require.NoError(t, json.Unmarshal(data, &ev))
-				switch ev.Event {
-				case "exit":
+				switch {
+				case ev.Event == "exit" && ev.Text == wantExit:
 					gotExit = true
 					assert.Equal(t, mcp.LoggingLevel("notice"), m.Level)
-					assert.Equal(t, "Exec completed ("+id[:min(8, len(id))]+", code 0) :: build-finished", ev.Text)
-				case "wake":
+				case ev.Event == "wake" && ev.Reason == "exec:"+id+":exit":
 					gotWake = true
-					assert.Equal(t, "exec:"+id+":exit", ev.Reason)
-				default:
+					assert.Equal(t, mcp.LoggingLevel("info"), m.Level)
+					assert.True(t, gotExit, "the exit summary comes before the wake request")
+				case ev.Event != "exit" && ev.Event != "wake":
 					t.Errorf("unexpected log message %s", data)
 				}
 			case <-timeout.C:
@@ -391,8 +402,12 @@ func TestServerSurvivesGarbageLines(t *testing.T) {
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		defer close(exited)
+		waitErr = cmd.Wait()
+	}()
 	t.Cleanup(func() {
 		_ = stdin.Close()
 		select {
@@ -472,16 +487,18 @@ func TestServerSurvivesGarbageLines(t *testing.T) {
 	send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"exec","arguments":{"command":"echo still alive"}}}`)
 	r = next()
 	require.Nil(t, r.Error)
+	res.IsError, res.Content = false, nil
 	require.NoError(t, json.Unmarshal(r.Result, &res))
 	assert.False(t, res.IsError)
+	require.Len(t, res.Content, 1)
 	assert.Equal(t, "still alive", res.Content[0].Text)
 	require.NotNil(t, r.ID)
 	assert.Equal(t, int64(4), *r.ID)
 
 	require.NoError(t, stdin.Close())
 	select {
-	case err := <-exited:
-		assert.NoError(t, err, "the server exits cleanly at EOF")
+	case <-exited:
+		assert.NoError(t, waitErr, "the server exits cleanly at EOF")
 	case <-time.After(callTimeout):
 		t.Fatal("the server did not exit at EOF")
 	}
