@@ -16,7 +16,7 @@ func (sc *Scope) sendKeys(_ context.Context, s *session, req *ProcessRequest) (*
 		return r, nil
 	}
 	s.mu.Lock()
-	mode := keys.CursorMode(s.term.cursorMode)
+	mode := s.term.cursorMode
 	s.mu.Unlock()
 	data, warnings, err := keys.Encode(keys.Input{Literal: req.Literal, Hex: req.Hex, Keys: req.Keys}, mode)
 	if errors.Is(err, keys.ErrCursorModeUnknown) {

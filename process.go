@@ -372,7 +372,8 @@ func (sc *Scope) write(_ context.Context, s *session, req *ProcessRequest) (*Res
 	}
 	text := fmt.Sprintf("Wrote %d bytes to session %s.", n, s.id)
 	if req.EOF {
-		if err := s.closeInput(); err != nil {
+		unfinished := req.Data != "" && !strings.HasSuffix(req.Data, "\n") && !strings.HasSuffix(req.Data, "\r")
+		if err := s.closeInput(unfinished); err != nil {
 			return failure("Session " + s.id + " stdin is not writable."), nil
 		}
 		text += " (stdin closed)"
@@ -414,15 +415,29 @@ func (sc *Scope) kill(ctx context.Context, s *session, _ *ProcessRequest) (*Resu
 	if ended {
 		return failure("No active session found for " + s.id), nil
 	}
+	// Without a cgroup, processes that left the process group survive the
+	// kill; remember the session's descendants to say so.
+	var before []procRef
+	_, real := s.c.(*osChild)
+	tracked := real && sc.reg.cgroups == nil
+	if tracked {
+		before = descendants(s.pid)
+	}
 	s.terminate(ExitReasonKilled)
-	t := time.NewTimer(sc.reg.cfg.killGrace + time.Second)
+	// Bounded by the grace period, the drain timeout (an escaper may hold the
+	// pipe) and a second for the kernel.
+	t := time.NewTimer(sc.reg.cfg.killGrace + sc.reg.cfg.drainTimeout + time.Second)
 	defer t.Stop()
 	select {
 	case <-s.done:
 		s.mu.Lock()
 		sn := s.snapshotLocked()
 		s.mu.Unlock()
-		return textResult("Killed session "+s.id+".", Details{
+		text := "Killed session " + s.id + "."
+		if w := escapeWarning(before); w != "" {
+			text += "\n" + w
+		}
+		return textResult(text, Details{
 			Status: sn.status, SessionID: s.id, ExitCode: sn.exit.code, ExitSignal: sn.exit.signal, ExitReason: sn.exit.reason, Name: s.name,
 		}), nil
 	case <-t.C:

@@ -28,7 +28,9 @@ func openPTY(cols, rows uint16) (master, tty *os.File, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	fd, err := unix.Dup(int(m.Fd()))
+	// F_DUPFD_CLOEXEC, not dup and then FD_CLOEXEC: a child forked in
+	// between by a concurrent exec would inherit this session's master.
+	fd, err := unix.FcntlInt(m.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	_ = m.Close()
 	if err == nil {
 		err = unix.SetNonblock(fd, true)
@@ -40,7 +42,6 @@ func openPTY(cols, rows uint16) (master, tty *os.File, err error) {
 		_ = t.Close()
 		return nil, nil, err
 	}
-	unix.CloseOnExec(fd)
 	master = os.NewFile(uintptr(fd), "/dev/ptmx")
 	if err := setWinsize(master, cols, rows); err != nil {
 		_ = master.Close()
@@ -91,7 +92,11 @@ func (sc *Scope) resize(_ context.Context, s *session, req *ProcessRequest) (*Re
 		err = setWinsize(master, uint16(req.Cols), uint16(req.Rows))
 	}
 	s.stdinMu.Unlock()
-	if master == nil || err != nil {
+	if master == nil {
+		// It ended after inputCheck: the owner released the terminal.
+		return failure("No active session found for " + s.id), nil
+	}
+	if err != nil {
 		return failure(fmt.Sprintf("Resizing session %s failed: %v", s.id, err)), nil
 	}
 	return textResult(fmt.Sprintf("Resized session %s to %dx%d.", s.id, req.Cols, req.Rows), Details{Status: StatusRunning, SessionID: s.id}), nil

@@ -27,12 +27,13 @@ func rawHexDumpAfter(announce string, n int) string {
 	return fmt.Sprintf("stty raw -echo; %s; head -c %d | od -An -tx1 -v", announce, n)
 }
 
-// odLine is one line of `od -An -tx1`.
-var odLine = regexp.MustCompile(`^( [0-9a-f]{2})+$`)
+// odBytes is the hex of one `od -An -tx1` line, at the end of an output line.
+var odBytes = regexp.MustCompile(`( [0-9a-f]{2})+$`)
 
 // dumpedHex waits for a rawHexDump session to end and returns what it read,
-// as hex digits without spaces. Lines that are not od output (the announce
-// line, or an echo of input that arrived before raw mode was on) are skipped.
+// as hex digits without spaces. Text that is not od output (the announce
+// line, or the echo of input that arrived before raw mode was on, which
+// ends without a newline) is skipped.
 func dumpedHex(t *testing.T, sc *Scope, id string) string {
 	t.Helper()
 	res := waitExit(t, sc, id)
@@ -41,9 +42,7 @@ func dumpedHex(t *testing.T, sc *Scope, id string) string {
 	log := mustProcess(t, sc, &ProcessRequest{Action: "log", SessionID: id, Offset: ptr(0)})
 	var b strings.Builder
 	for _, line := range strings.Split(log.Text(), "\n") {
-		if odLine.MatchString(line) {
-			b.WriteString(strings.ReplaceAll(line, " ", ""))
-		}
+		b.WriteString(strings.ReplaceAll(odBytes.FindString(line), " ", ""))
 	}
 	return b.String()
 }
@@ -105,7 +104,7 @@ func TestPTYTerminal(t *testing.T) {
 	t.Run("a pipe child gets no default TERM and no terminal", func(t *testing.T) {
 		t.Setenv("TERM", "")
 		res := mustExec(t, sc, &ExecRequest{Command: `tty; printf '[%s]\n' "$TERM"`})
-		assert.Equal(t, "not a tty\n[]\n\n(Command exited with code 1)", res.Text())
+		assert.Equal(t, "not a tty\n[]", res.Text())
 	})
 
 	t.Run("stdout and stderr are one stream in order", func(t *testing.T) {
@@ -236,6 +235,15 @@ func TestPTYWriteEOF(t *testing.T) {
 		assert.Equal(t, "hello\nhello\ncat-ended", log.Text())
 	})
 
+	t.Run("eof after an unfinished line still ends cat", func(t *testing.T) {
+		id := startPTY(t, sc, "cat; echo; echo cat-ended")
+		res := mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "abc", EOF: true})
+		assert.Equal(t, "Wrote 3 bytes to session "+id+". (stdin closed)", res.Text())
+		waitFor(t, sc, id, `^cat-ended$`)
+		end := waitExit(t, sc, id)
+		require.NotNil(t, end.Details.ExitCode, end.Text())
+	})
+
 	t.Run("eof alone ends cat", func(t *testing.T) {
 		id := startPTY(t, sc, "cat; echo cat-ended")
 		res := mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, EOF: true})
@@ -249,14 +257,18 @@ func TestPTYResize(t *testing.T) {
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
 
-	t.Run("the child gets SIGWINCH and sees the new size", func(t *testing.T) {
-		id := startPTY(t, sc, `trap 'stty size' WINCH; echo ready; while :; do sleep 0.05; done`)
+	t.Run("the child gets one SIGWINCH per resize and sees the new size", func(t *testing.T) {
+		// The trap only counts: a shell does not run a trap again for a
+		// signal that arrives while that trap runs, so a trap that forks
+		// stty could miss the next resize. The loop reports outside the trap.
+		id := startPTY(t, sc, `n=0; trap 'n=$((n+1))' WINCH; echo ready; seen=0; `+
+			`while :; do sleep 0.05; if [ "$n" != "$seen" ]; then seen=$n; echo "winch $n $(stty size)"; fi; done`)
 		waitFor(t, sc, id, `^ready$`)
-		for _, size := range []struct{ cols, rows int }{{100, 40}, {1000, 1}, {1, 1000}} {
+		for i, size := range []struct{ cols, rows int }{{100, 40}, {1000, 1}, {1, 1000}} {
 			res := mustProcess(t, sc, &ProcessRequest{Action: "resize", SessionID: id, Cols: size.cols, Rows: size.rows})
 			assert.Equal(t, fmt.Sprintf("Resized session %s to %dx%d.", id, size.cols, size.rows), res.Text())
 			assert.Equal(t, StatusRunning, res.Details.Status)
-			waitFor(t, sc, id, fmt.Sprintf(`^%d %d$`, size.rows, size.cols))
+			waitFor(t, sc, id, fmt.Sprintf(`^winch %d %d %d$`, i+1, size.rows, size.cols))
 		}
 		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	})
@@ -360,9 +372,11 @@ func TestPTYOutput(t *testing.T) {
 
 func TestPTYReleasesEverything(t *testing.T) {
 	// The first PTY session may create descriptors the runtime keeps (the
-	// poller), so count after one has run.
-	warm := newTestRegistry(t, Config{})
+	// poller), so count after one has run in a registry closed again.
+	warm, err := NewRegistry(Config{})
+	require.NoError(t, err)
 	mustExec(t, warm.Scope("a"), &ExecRequest{Command: "true", PTY: true})
+	require.NoError(t, warm.Close(testCtx(t)))
 
 	fds := openFDs(t)
 	reg, err := NewRegistry(Config{KillGrace: 200 * time.Millisecond})
@@ -386,4 +400,19 @@ func TestPTYReleasesEverything(t *testing.T) {
 	}
 	assert.Empty(t, children(t), "no child process (or zombie) is left")
 	assert.Equal(t, fds, openFDs(t), "no descriptor leaks")
+}
+
+func TestPTYCursorQueryFlood(t *testing.T) {
+	// If ingest waited for the child to take each answer, this would
+	// deadlock: the reader blocked writing answers to a child blocked
+	// writing output to it, and Registry.Close would never return.
+	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
+	sc := reg.Scope("a")
+
+	t.Run("a child that queries the cursor without reading its input does not stall the output", func(t *testing.T) {
+		// 100000 answers overflow the terminal's input buffer many times.
+		id := startPTY(t, sc, `stty raw -echo; yes "$(printf '\033[6n')" | head -n 100000 >/dev/tty; echo done`)
+		waitFor(t, sc, id, `^done$`)
+		waitExit(t, sc, id)
+	})
 }

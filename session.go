@@ -344,10 +344,16 @@ func (s *session) writeInput(p []byte, bound time.Duration) (int, error) {
 	return s.stdin.Write(p)
 }
 
-// closeInput ends the child's input: EOT on a PTY, close on a pipe.
-func (s *session) closeInput() error {
+// closeInput ends the child's input: EOT on a PTY, close on a pipe. On a
+// PTY in canonical mode an EOT after an unfinished line only hands that
+// line to the reader, so then a second EOT follows to signal end of file.
+func (s *session) closeInput(unfinishedLine bool) error {
 	if s.pty {
-		_, err := s.writeInput([]byte{0x04}, time.Second)
+		eot := []byte{0x04}
+		if unfinishedLine {
+			eot = append(eot, 0x04)
+		}
+		_, err := s.writeInput(eot, time.Second)
 		return err
 	}
 	s.stdinMu.Lock()

@@ -1,0 +1,84 @@
+package bgexec
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func TestKillWarnsAboutEscapersWithoutCgroups(t *testing.T) {
+	reg := newTestRegistry(t, Config{Containment: ContainmentOff, KillGrace: 500 * time.Millisecond})
+	sc := reg.Scope("a")
+	id := startBackground(t, sc, &ExecRequest{Command: "setsid sleep 300 & echo escaper $!; " + helper("hang")})
+	res := waitFor(t, sc, id, `^escaper \d+$`)
+	pid, err := strconv.Atoi(strings.TrimPrefix(res.Details.Matched, "escaper "))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); pidGone(t, pid) })
+	waitFor(t, sc, id, "ready")
+
+	kill := mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	assert.Regexp(t, regexp.MustCompile(`^Killed session `+id+`\.\nWarning: 1 process of the session may have escaped the kill \(it left the process group\): pid `+strconv.Itoa(pid)+` \(sleep\)\.$`), kill.Text())
+}
+
+func TestCgroupContainment(t *testing.T) {
+	if _, err := findCgroup2Dir(); err != nil {
+		t.Skip("no cgroup v2 here:", err)
+	}
+	reg := newTestRegistry(t, Config{Containment: ContainmentRequired, KillGrace: 500 * time.Millisecond})
+	require.NotNil(t, reg.cgroups)
+	root := reg.cgroups.dir
+	sc := reg.Scope("a")
+
+	id := startBackground(t, sc, &ExecRequest{Command: "setsid sleep 300 & echo escaper $!; " + helper("hang")})
+	res := waitFor(t, sc, id, `^escaper \d+$`)
+	pid, err := strconv.Atoi(strings.TrimPrefix(res.Details.Matched, "escaper "))
+	require.NoError(t, err)
+	waitFor(t, sc, id, "ready")
+
+	dirs, _ := filepath.Glob(filepath.Join(root, "s-*"))
+	require.Len(t, dirs, 1, "the session runs in a cgroup of its own")
+	procs, err := os.ReadFile(filepath.Join(dirs[0], "cgroup.procs"))
+	require.NoError(t, err)
+	assert.Contains(t, strings.Fields(string(procs)), strconv.Itoa(pid), "the setsid escaper is still in the session's cgroup")
+
+	kill := mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	assert.Equal(t, "Killed session "+id+".", kill.Text())
+	assert.True(t, pidGone(t, pid), "the setsid escaper ended with the cgroup")
+	_, err = os.Stat(dirs[0])
+	assert.True(t, os.IsNotExist(err), "the session cgroup is removed")
+
+	require.NoError(t, reg.Close(testCtx(t)))
+	_, err = os.Stat(root)
+	assert.True(t, os.IsNotExist(err), "the registry cgroup is removed on Close")
+}
+
+func TestInheritedDescriptorsDoNotReachChildren(t *testing.T) {
+	// A descriptor without close-on-exec, as a host may inherit from its parent.
+	marker := filepath.Join(t.TempDir(), "inherit-marker")
+	require.NoError(t, os.WriteFile(marker, nil, 0o600))
+	fd, err := syscall.Open(marker, syscall.O_RDONLY, 0)
+	require.NoError(t, err)
+	defer syscall.Close(fd)
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	require.NoError(t, err)
+	require.Zero(t, flags&unix.FD_CLOEXEC)
+
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	// The shell lists its own descriptors; a grandchild does the same.
+	list := `for f in /proc/$$/fd/*; do readlink "$f"; done; sh -c 'for f in /proc/$$/fd/*; do readlink "$f"; done'; echo listed`
+	for _, req := range []ExecRequest{{Command: list}, {Command: list, PTY: true}, {Command: list, Stdin: "pipe"}} {
+		res := mustExec(t, sc, &req)
+		require.Contains(t, res.Text(), "listed")
+		assert.NotContains(t, res.Text(), "inherit-marker", "pty=%v stdin=%q", req.PTY, req.Stdin)
+	}
+}
