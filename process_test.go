@@ -29,6 +29,10 @@ func TestProcessFailures(t *testing.T) {
 		{"kill of an unknown session", ProcessRequest{Action: "kill", SessionID: "no-such"}, "No active session found for no-such"},
 		{"write to an unknown session", ProcessRequest{Action: "write", SessionID: "no-such", Data: "x"}, "No active session found for no-such"},
 		{"a path-like session id", ProcessRequest{Action: "poll", SessionID: "../../etc/passwd"}, "No session found for ../../etc/passwd"},
+		{"a unicode session id", ProcessRequest{Action: "log", SessionID: "ünï-cødé😀"}, "No session found for ünï-cødé😀"},
+		{"a very long session id", ProcessRequest{Action: "poll", SessionID: strings.Repeat("a", 10000)}, "No session found for " + strings.Repeat("a", 10000)},
+		{"a blank session id", ProcessRequest{Action: "kill", SessionID: "  "}, "sessionId is required for this action."},
+		{"a session id with a NUL", ProcessRequest{Action: "remove", SessionID: "a\x00b"}, "No session found for a\x00b"},
 	}
 	for _, c := range cases {
 		t.Run(c.name+" is a failure result", func(t *testing.T) {

@@ -1,0 +1,143 @@
+package bgexec
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+// instantChild is a fake process that prints its command and exits at
+// once, so fuzzed exec calls never run a real shell.
+func instantSpawn(spec *spawnSpec) (*spawned, error) {
+	r, w := io.Pipe()
+	f := &fakeChild{out: w, exited: make(chan struct{})}
+	go func() {
+		_, _ = w.Write([]byte(spec.args[len(spec.args)-1]))
+		f.exit(syscall.WaitStatus(3 << 8))
+	}()
+	return &spawned{child: f, outputs: []io.Reader{r}}, nil
+}
+
+// FuzzCall feeds arbitrary JSON to both tools. Invariants: no panic;
+// exactly one of result and error; a result has a known status, a text,
+// and marshals to the tool envelope.
+func FuzzCall(f *testing.F) {
+	reg, err := NewRegistry(Config{YieldMs: 10, Containment: ContainmentOff, KillGrace: 10 * time.Millisecond})
+	require.NoError(f, err)
+	reg.spawn = instantSpawn
+	f.Cleanup(func() { _ = reg.Close(context.Background()) })
+	sc := reg.Scope("fuzz")
+
+	f.Add(true, []byte(`{"command":"echo hi","yieldMs":1000}`))
+	f.Add(true, []byte(`{"command":"npm run build","background":true}`))
+	f.Add(true, []byte(`{"command":"x","env":{"PATH":"/"},"timeout":-1}`))
+	f.Add(true, []byte(`{"command":"x","yieldMs":"abc"}`))
+	f.Add(false, []byte(`{"action":"list"}`))
+	f.Add(false, []byte(`{"action":"poll","sessionId":"a-b","timeout":"100"}`))
+	f.Add(false, []byte(`{"action":"log","sessionId":"a-b","offset":-1,"limit":1e30}`))
+	f.Add(false, []byte(`{"action":"send-keys","sessionId":"x","keys":["C-c"],"hex":["zz"]}`))
+	f.Add(false, []byte(`{"action":"wait","sessionId":"x","pattern":"(","port":70000}`))
+	f.Add(false, []byte(`{"action":"resize","sessionId":"x","cols":0}`))
+	f.Add(false, []byte(`not json`))
+	f.Fuzz(func(t *testing.T, exec bool, args []byte) {
+		tool := "process"
+		if exec {
+			tool = "exec"
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := sc.Call(ctx, tool, json.RawMessage(args))
+		if err != nil {
+			require.Nil(t, res)
+			return
+		}
+		require.NotNil(t, res)
+		switch res.Details.Status {
+		case StatusRunning, StatusCompleted, StatusFailed:
+		default:
+			t.Fatalf("unknown status %q", res.Details.Status)
+		}
+		require.NotEmpty(t, res.Text())
+		b, err := json.Marshal(res)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(string(b), `{"content":[{"type":"text","text":`))
+		if id := res.Details.SessionID; id != "" && res.Details.Status == StatusRunning {
+			_, _ = sc.Process(ctx, &ProcessRequest{Action: "remove", SessionID: id})
+		}
+	})
+}
+
+// FuzzPageLines checks the log pager's bounds.
+func FuzzPageLines(f *testing.F) {
+	f.Add(250, 0, 0, false, false)
+	f.Add(10, 5, 2, true, true)
+	f.Add(0, -1, -1, true, true)
+	f.Add(3, 1<<40, 1<<40, true, true)
+	f.Fuzz(func(t *testing.T, n, offset, limit int, hasOffset, hasLimit bool) {
+		n = min(max(n, 0), 5000)
+		lines := make([]string, n)
+		for i := range lines {
+			lines[i] = itoa(i)
+		}
+		var op, lp *int
+		if hasOffset {
+			op = &offset
+		}
+		if hasLimit {
+			lp = &limit
+		}
+		if checkPaging(op, lp) != "" {
+			return // refused before paging
+		}
+		page, hint := pageLines(lines, op, lp)
+		require.LessOrEqual(t, len(page), n)
+		if lp != nil {
+			require.LessOrEqual(t, len(page), limit)
+		}
+		if op == nil && lp == nil {
+			require.LessOrEqual(t, len(page), DefaultLogLines)
+			require.Equal(t, n > DefaultLogLines, hint != "")
+		} else {
+			require.Empty(t, hint)
+		}
+		if len(page) > 0 {
+			first := atoi(page[0])
+			for i, l := range page {
+				require.Equal(t, itoa(first+i), l, "pages are contiguous")
+			}
+			if op != nil {
+				require.Equal(t, offset, first)
+			} else {
+				require.Equal(t, n-1, atoi(page[len(page)-1]), "tail modes end at the last line")
+			}
+		}
+	})
+}
+
+// FuzzDeriveName checks the name deriver: it never panics, keeps the verb,
+// and bounds the target.
+func FuzzDeriveName(f *testing.F) {
+	for _, s := range []string{"echo hello", "npm run build", "python3 -u x.py", `git commit -m "x y"`, "", "  'unterminated", "ls -la -h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		name := deriveName(cmd)
+		toks := splitCommand(cmd)
+		if len(toks) == 0 {
+			require.Empty(t, name)
+			return
+		}
+		require.True(t, strings.HasPrefix(name, toks[0]))
+		if len(toks) > 1 {
+			target := strings.TrimPrefix(name, toks[0]+" ")
+			require.LessOrEqual(t, utf8.RuneCountInString(target), maxNameTarget)
+		}
+	})
+}
