@@ -33,6 +33,7 @@ type spawned struct {
 	child   child
 	outputs []io.Reader // stdout, stderr; or the PTY master alone (*os.File for real children)
 	stdin   io.Writer   // nil when the child reads EOF; the PTY master in PTY mode
+	ttyName string      // the PTY slave's path, "" for pipes
 }
 
 // osChild is a real process. It waits on a pidfd through the runtime's
@@ -145,6 +146,7 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		closeAfterStart = append(closeAfterStart, tty)
 		closeOnError = append(closeOnError, master)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+		sp.ttyName = tty.Name()
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
 		sp.outputs = []io.Reader{master}
 		sp.stdin = master

@@ -157,6 +157,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		out:       newOutputBuf(st.maxChars, st.pendingChars),
 		outputs:   sp.outputs,
 		stdin:     sp.stdin,
+		ttyName:   sp.ttyName,
 	}
 	if !spec.pty {
 		s.term.cursorMode = keys.CursorNormal

@@ -370,6 +370,13 @@ func (sc *Scope) write(_ context.Context, s *session, req *ProcessRequest) (*Res
 	if r != nil {
 		return r, nil
 	}
+	var note string
+	if s.pty && canonicalMode(s.ttyName) {
+		if kept := canonicalKept([]byte(req.Data)); kept < n {
+			note = fmt.Sprintf(" The terminal is in canonical (line) mode, which keeps at most %d bytes per line: the kernel dropped %d bytes of over-long lines. Send shorter lines, or use a program that switches the terminal to raw mode.", maxCanonLine, n-kept)
+			n = kept
+		}
+	}
 	text := fmt.Sprintf("Wrote %d bytes to session %s.", n, s.id)
 	if req.EOF {
 		unfinished := req.Data != "" && !strings.HasSuffix(req.Data, "\n") && !strings.HasSuffix(req.Data, "\r")
@@ -378,6 +385,7 @@ func (sc *Scope) write(_ context.Context, s *session, req *ProcessRequest) (*Res
 		}
 		text += " (stdin closed)"
 	}
+	text += note
 	return textResult(text, Details{Status: StatusRunning, SessionID: s.id}), nil
 }
 

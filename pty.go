@@ -3,6 +3,7 @@
 package bgexec
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -100,4 +101,39 @@ func (sc *Scope) resize(_ context.Context, s *session, req *ProcessRequest) (*Re
 		return failure(fmt.Sprintf("Resizing session %s failed: %v", s.id, err)), nil
 	}
 	return textResult(fmt.Sprintf("Resized session %s to %dx%d.", s.id, req.Cols, req.Rows), Details{Status: StatusRunning, SessionID: s.id}), nil
+}
+
+// maxCanonLine is how many bytes a Linux terminal in canonical mode keeps
+// per input line (N_TTY_BUF_SIZE - 1); the rest of a longer line is dropped.
+const maxCanonLine = 4095
+
+// canonicalMode reports whether the terminal's line discipline is in
+// canonical (line-editing) mode. It reads the slave's termios by path, so
+// the master stays the only descriptor the session holds.
+func canonicalMode(ttyName string) bool {
+	if ttyName == "" {
+		return false
+	}
+	fd, err := unix.Open(ttyName, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil && t.Lflag&unix.ICANON != 0
+}
+
+// canonicalKept is how many bytes of data a canonical-mode terminal keeps:
+// each line is cut at maxCanonLine bytes, its newline kept.
+func canonicalKept(data []byte) int {
+	kept := 0
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return kept + min(len(data), maxCanonLine)
+		}
+		kept += min(i, maxCanonLine) + 1
+		data = data[i+1:]
+	}
+	return kept
 }

@@ -416,3 +416,26 @@ func TestPTYCursorQueryFlood(t *testing.T) {
 		waitExit(t, sc, id)
 	})
 }
+
+func TestPTYCanonicalLineLimit(t *testing.T) {
+	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
+	sc := reg.Scope("a")
+
+	t.Run("an over-long line in canonical mode reports what the kernel kept", func(t *testing.T) {
+		id := startPTY(t, sc, "stty -echo; echo ready; wc -c")
+		waitFor(t, sc, id, `^ready$`)
+		res := mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: strings.Repeat("x", 5000) + "\nshort\n", EOF: true})
+		assert.Equal(t, "Wrote 4102 bytes to session "+id+". (stdin closed) The terminal is in canonical (line) mode, which keeps at most 4095 bytes per line: the kernel dropped 905 bytes of over-long lines. Send shorter lines, or use a program that switches the terminal to raw mode.", res.Text())
+		end := waitExit(t, sc, id)
+		assert.Contains(t, end.Text(), "4102", "wc counts exactly what was reported")
+	})
+
+	t.Run("raw mode keeps every byte", func(t *testing.T) {
+		id := startPTY(t, sc, "stty raw -echo; echo ready; head -c 6000 | wc -c")
+		waitFor(t, sc, id, `^ready`)
+		res := mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: strings.Repeat("y", 6000)})
+		assert.Equal(t, "Wrote 6000 bytes to session "+id+".", res.Text())
+		end := waitExit(t, sc, id)
+		assert.Contains(t, end.Text(), "6000")
+	})
+}

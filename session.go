@@ -75,6 +75,7 @@ type session struct {
 	name      string
 	cwd       string
 	pty       bool
+	ttyName   string // PTY slave path, to read the line discipline's mode
 	startedAt time.Time
 	pid       int
 	timeout   time.Duration
