@@ -77,9 +77,43 @@
 // cursor-key mode is tracked from the output for send-keys. A write to a
 // terminal in canonical mode is cut by the kernel at 4095 bytes per line.
 //
+// # Containment
+//
+// Every session leads its own process group, and kill, timeout, remove and
+// Close signal the whole group: SIGTERM, then SIGKILL after the grace
+// period. With [ContainmentAuto] (the default), when this process may
+// create child cgroups in a cgroup v2 hierarchy (found from
+// /proc/self/cgroup and /proc/self/mountinfo, at /sys/fs/cgroup or
+// /sys/fs/cgroup/unified), each session also runs in a cgroup of its own,
+// entered at clone time, and its end goes through cgroup.kill: children
+// that called setsid or setpgid, or double-forked, end too, and the cgroup
+// is removed afterwards. Without cgroups (or with [ContainmentOff]) such
+// escapers survive; kill then compares the session's descendants, taken
+// from /proc before the kill, with what is left, and says which may have
+// escaped. [ContainmentRequired] makes NewRegistry fail without cgroups.
+//
+// # When the host dies
+//
+// If the embedding process dies without calling Close, even by SIGKILL,
+// its sessions do not live on as orphans. Two mechanisms cover it. Each
+// shell gets Pdeathsig SIGKILL; because Linux sends it when the forking
+// thread exits, not the process, children are forked from one OS thread
+// that the registry keeps locked for its whole life. And each registry
+// starts one small sh watchdog process that reads the list of live process
+// groups from a pipe only the host holds; when the pipe closes it SIGKILLs
+// every group still listed and the registry's cgroup.
+//
+// # Descriptors
+//
+// A child gets stdin, stdout and stderr and nothing else of the host: before
+// each spawn every descriptor above 2 is marked close-on-exec, which also
+// covers descriptors the host inherited without the flag.
+//
 // # Resources and concurrency
 //
-// Each session has one owner goroutine that waits for the exit on a pidfd
+// Each registry holds three goroutines (sweeper, notifier, spawner thread)
+// and one watchdog process. Each session has one owner goroutine that waits
+// for the exit on a pidfd
 // through the runtime's netpoller (no OS thread per idle session), plus one
 // reader goroutine per stream; read buffers are pooled and only held during
 // a read. Timeouts and kill escalation use runtime timers, not goroutines.

@@ -106,8 +106,8 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		}
 		return failure(refusal), nil
 	}
-	sync := st.backgroundOff
-	if sync && (req.YieldMs != nil || req.Background) {
+	synchronous := st.backgroundOff
+	if synchronous && (req.YieldMs != nil || req.Background) {
 		warnings = append(warnings, "Warning: background execution is disabled; running synchronously.")
 	}
 	yield := st.yield
@@ -162,11 +162,11 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 	if !spec.pty {
 		s.term.cursorMode = keys.CursorNormal
 	}
-	return sc.run(ctx, s, req.Background && !sync, yield, sync, warnings)
+	return sc.run(ctx, s, req.Background && !synchronous, yield, synchronous, warnings)
 }
 
 // run registers and starts s, then applies the yield state machine of SPEC §3.3.
-func (sc *Scope) run(ctx context.Context, s *session, background bool, yield time.Duration, sync bool, warnings []string) (*Result, error) {
+func (sc *Scope) run(ctx context.Context, s *session, background bool, yield time.Duration, synchronous bool, warnings []string) (*Result, error) {
 	if err := sc.reg.add(s); err != nil {
 		s.start()
 		s.forceKill(ExitReasonKilled)
@@ -178,7 +178,7 @@ func (sc *Scope) run(ctx context.Context, s *session, background bool, yield tim
 		return sc.background(s, warnings), nil
 	}
 	var yieldC <-chan time.Time
-	if !sync {
+	if !synchronous {
 		t := time.NewTimer(yield)
 		defer t.Stop()
 		yieldC = t.C
