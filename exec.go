@@ -2,7 +2,6 @@ package bgexec
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/bgexec/bgexec/internal/keys"
 	"math"
@@ -61,17 +60,8 @@ type ExecRequest struct {
 // registry closed, ctx ended); everything else is a Result. Exec panics on a
 // nil ctx. Safe for concurrent use.
 func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
-	if ctx == nil {
-		panic("bgexec: Exec with nil context")
-	}
-	if req == nil {
-		return nil, errors.New("bgexec: exec: nil request")
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("bgexec: exec: %w", err)
-	}
-	if sc.reg.isClosed() {
-		return nil, ErrClosed
+	if err := sc.begin(ctx, "exec", req == nil); err != nil {
+		return nil, err
 	}
 	st := &sc.reg.cfg
 	if strings.TrimSpace(req.Command) == "" {

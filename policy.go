@@ -52,17 +52,6 @@ const (
 
 var securityNames = []string{"full", "allowlist", "deny"}
 
-func parseSecurity(s string) (securityLevel, error) {
-	if s == "" {
-		return securityFull, nil
-	}
-	i := slices.Index(securityNames, strings.ToLower(strings.TrimSpace(s)))
-	if i < 0 {
-		return 0, fmt.Errorf("security %q is not one of deny, allowlist, full", s)
-	}
-	return securityLevel(i), nil
-}
-
 type askMode int
 
 const (
@@ -73,16 +62,25 @@ const (
 
 var askNames = []string{"off", "on-miss", "always"}
 
-func parseAsk(s string) (askMode, error) {
+// parseLevel finds s (case-insensitive, trimmed) in an ordered list of level
+// names; empty means the first, the most permissive.
+func parseLevel[T ~int](what string, names []string, s string) (T, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
 	if s == "" {
-		return askOff, nil
+		return 0, nil
 	}
-	i := slices.Index(askNames, strings.ToLower(strings.TrimSpace(s)))
+	i := slices.Index(names, s)
 	if i < 0 {
-		return 0, fmt.Errorf("ask %q is not one of off, on-miss, always", s)
+		return 0, fmt.Errorf("%s %q is not one of %s", what, s, strings.Join(names, ", "))
 	}
-	return askMode(i), nil
+	return T(i), nil
 }
+
+func parseSecurity(s string) (securityLevel, error) {
+	return parseLevel[securityLevel]("security", securityNames, s)
+}
+
+func parseAsk(s string) (askMode, error) { return parseLevel[askMode]("ask", askNames, s) }
 
 func resolveHost(h string) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(h)) {

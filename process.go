@@ -70,17 +70,8 @@ var errStdinClosed = errors.New("stdin is not writable")
 // and wait block at most their timeout and return early when ctx ends.
 // Process panics on a nil ctx. Safe for concurrent use.
 func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (*Result, error) {
-	if ctx == nil {
-		panic("bgexec: Process with nil context")
-	}
-	if req == nil {
-		return nil, errors.New("bgexec: process: nil request")
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("bgexec: process: %w", err)
-	}
-	if sc.reg.isClosed() {
-		return nil, ErrClosed
+	if err := sc.begin(ctx, "process", req == nil); err != nil {
+		return nil, err
 	}
 	action := strings.ToLower(strings.TrimSpace(req.Action))
 	if action == "list" {

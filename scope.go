@@ -49,6 +49,23 @@ func (sc *Scope) Call(ctx context.Context, tool string, args json.RawMessage) (*
 	}
 }
 
+// begin checks what every tool call needs before it can be made.
+func (sc *Scope) begin(ctx context.Context, tool string, nilReq bool) error {
+	if ctx == nil {
+		panic("bgexec: " + tool + " with nil context")
+	}
+	if nilReq {
+		return errors.New("bgexec: " + tool + ": nil request")
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("bgexec: %s: %w", tool, err)
+	}
+	if sc.reg.isClosed() {
+		return ErrClosed
+	}
+	return nil
+}
+
 func decodeArgs(args json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
