@@ -56,25 +56,44 @@ func (c *osChild) pid() int { return c.cmd.Process.Pid }
 // process group id stays valid for a final SIGKILL.
 func (c *osChild) awaitExit() error {
 	if c.pidfd == nil {
-		// No pidfd (old kernel): a blocking waitid that leaves the zombie.
-		for {
-			var info unix.Siginfo
-			err := unix.Waitid(unix.P_PID, c.pid(), &info, unix.WEXITED|unix.WNOWAIT, nil)
-			if err != unix.EINTR {
-				return err
-			}
-		}
+		return c.waitNoReap()
 	}
 	rc, err := c.pidfd.SyscallConn()
 	if err != nil {
-		return err
+		return c.waitNoReap()
 	}
-	return rc.Read(func(fd uintptr) bool {
-		// A pidfd becomes readable when the process exits.
+	var perr error
+	err = rc.Read(func(fd uintptr) bool {
+		// A pidfd becomes readable when the process exits. Even a
+		// zero-timeout poll fails with EINTR when a signal arrives (SIGCHLD
+		// from any other child, SIGURG preemption): that is no exit, and
+		// taking it for one would SIGKILL a live process group.
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, 0)
-		return err != nil || n > 0
+		for {
+			n, err := unix.Poll(fds, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			perr = err
+			return err != nil || n > 0
+		}
 	})
+	if err != nil || perr != nil {
+		return c.waitNoReap()
+	}
+	return nil
+}
+
+// waitNoReap blocks until the leader exits, leaving the zombie (for old
+// kernels without pidfd, and if polling the pidfd fails).
+func (c *osChild) waitNoReap() error {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, c.pid(), &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 func (c *osChild) signalGroup(sig syscall.Signal) error {

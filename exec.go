@@ -123,6 +123,9 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 	}
 	spec.env = sc.reg.env.Merge(os.Environ(), req.Env, extra...)
 
+	if err := sc.reg.admit(); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	sp, err := sc.reg.spawn(spec)
 	if err != nil && req.PTY {
@@ -131,6 +134,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		sp, err = sc.reg.spawn(spec)
 	}
 	if err != nil {
+		sc.reg.spawnDone()
 		return spawnFailure(warnings, err, cwd, start), nil
 	}
 	s := &session{
@@ -157,15 +161,18 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 
 // run registers and starts s, then applies the yield state machine of SPEC §3.3.
 func (sc *Scope) run(ctx context.Context, s *session, background bool, yield time.Duration, synchronous bool, warnings []string) (*Result, error) {
-	if err := sc.reg.add(s); err != nil {
-		s.start()
-		s.forceKill(ExitReasonKilled)
-		<-s.done
-		return nil, err
-	}
+	sc.reg.add(s)
 	s.start()
+	sc.reg.spawnDone()
 	if background {
-		return sc.background(s, warnings), nil
+		if r := sc.background(s, warnings); r != nil {
+			return r, nil
+		}
+		// It ended before it could be marked backgrounded: report it in
+		// the foreground, as when the yield window closes on an exit.
+		<-s.done
+		sc.reg.forget(s)
+		return finishedResult(s, warnings), nil
 	}
 	var yieldC <-chan time.Time
 	if !synchronous {

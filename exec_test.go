@@ -223,13 +223,13 @@ func TestExecTimeout(t *testing.T) {
 	sc := reg.Scope("a")
 
 	t.Run("a foreground timeout kills the group and says so", func(t *testing.T) {
-		res := mustExec(t, sc, &ExecRequest{Command: helper("grandchild"), Timeout: ptr(0.5)})
+		res := mustExec(t, sc, &ExecRequest{Command: helper("grandchild"), Timeout: ptr(4.5)})
 		d := res.Details
 		assert.Equal(t, StatusFailed, d.Status)
 		assert.Equal(t, ExitReasonTimeout, d.ExitReason)
 		require.NotNil(t, d.TimedOut)
 		assert.True(t, *d.TimedOut)
-		assert.Contains(t, res.Text(), "Command timed out after 0.5 seconds. If this command is expected to take longer, re-run with a higher timeout (e.g., exec timeout=300).")
+		assert.Contains(t, res.Text(), "Command timed out after 4.5 seconds. If this command is expected to take longer, re-run with a higher timeout (e.g., exec timeout=300).")
 		var pid int
 		for _, l := range strings.Split(d.Aggregated, "\n") {
 			if v, ok := strings.CutPrefix(l, "grandchild "); ok {

@@ -66,19 +66,22 @@ func (r *Registry) spawnOnThread(spec *spawnSpec) (*spawned, error) {
 }
 
 // watchdogScript runs in a small sh process per registry. It reads "+ pgid"
-// and "- pgid" lines from a pipe only the host holds open; when the pipe
+// and "- pgid" lines from a pipe only the host holds open, keeping the set
+// as shell variables (the shell's hash table: constant time per line, so it
+// keeps up with thousands of sessions); when the pipe
 // reaches EOF, because Close ended it or because the host died (even by
 // SIGKILL), it kills every process group still listed and the registry's
 // cgroup, so no session outlives its host as an orphan.
 const watchdogScript = `trap '' HUP INT TERM
-pids=
 while read -r op p; do
-	case "$op" in
-	+) pids="$pids $p" ;;
-	-) n=; for q in $pids; do [ "$q" = "$p" ] || n="$n $q"; done; pids=$n ;;
+	case "$op$p" in
+	+[0-9]*) eval "g_$p=1" ;;
+	-[0-9]*) unset "g_$p" ;;
 	esac
 done
-for q in $pids; do kill -s KILL -- "-$q" 2>/dev/null; done
+set | while IFS='=' read -r k _; do
+	case "$k" in g_[0-9]*) kill -s KILL -- "-${k#g_}" 2>/dev/null ;; esac
+done
 if [ -n "$1" ]; then
 	echo 1 > "$1/cgroup.kill" 2>/dev/null
 	i=0

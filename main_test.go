@@ -148,6 +148,56 @@ func runHelper(args []string) int {
 			}
 		}
 		fmt.Println("extra fds:", len(extra), strings.Join(extra, " "))
+	case "print-block":
+		// Writes N bytes of 100-byte text lines from a precomputed 1 MiB
+		// block, so the child costs little next to its reader (benchmarks).
+		n, _ := strconv.ParseInt(rest[0], 10, 64)
+		var sb strings.Builder
+		for i := 0; sb.Len() < 1<<20-100; i++ {
+			fmt.Fprintf(&sb, "%08d %90s\n", i, "build step ok: compiling package and running checks")
+		}
+		block := []byte(sb.String())
+		for n > 0 {
+			k := int(min(n, int64(len(block))))
+			if _, err := os.Stdout.Write(block[:k]); err != nil {
+				return 1
+			}
+			n -= int64(k)
+		}
+	case "exit-stamp":
+		// Prints CLOCK_MONOTONIC in ns, then exits at once (latency benchmarks).
+		var ts unix.Timespec
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		fmt.Println(ts.Nano())
+	case "stamp-lines":
+		// For each line read on stdin, prints CLOCK_MONOTONIC in ns taken
+		// just before the write (latency benchmarks).
+		in := bufio.NewReader(os.Stdin)
+		for {
+			if _, err := in.ReadString('\n'); err != nil {
+				return 0
+			}
+			var ts unix.Timespec
+			_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+			fmt.Println(ts.Nano())
+		}
+	case "setpgid-sleep":
+		// Leaves the session's process group, reports its pid, then sleeps.
+		if err := syscall.Setpgid(0, 0); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("setpgid", os.Getpid())
+		time.Sleep(10 * time.Minute)
+	case "own-registry":
+		// Runs a registry of its own, reports its processes, then blocks.
+		return helperOwnRegistry(rest)
+	case "flood-text":
+		// Prints rest[0] bytes of very long lines mixed with invalid UTF-8.
+		return helperFlood(rest, floodLongBlock(), true)
+	case "flood-controls":
+		// Prints rest[0] bytes of control characters and escape sequences only.
+		return helperFlood(rest, floodControlBlock(), false)
 	default:
 		fmt.Fprintln(os.Stderr, "helper: unknown command", cmd)
 		return 2

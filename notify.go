@@ -120,6 +120,7 @@ func (r *Registry) deliverNotes() {
 				break
 			}
 			j := r.notes[0]
+			r.notes[0] = noteJob{} // the array must not keep the session reachable
 			r.notes = r.notes[1:]
 			stopping = stopping || r.closed
 			r.mu.Unlock()

@@ -30,14 +30,20 @@ type Registry struct {
 
 	// goroutines counts every goroutine the registry started; Close waits for it.
 	goroutines sync.WaitGroup
-	stop       chan struct{} // closed by Close
-	sweepKick  chan struct{} // wakes the sweeper when a session ended
-	noteKick   chan struct{} // wakes the notifier when an event is queued
+	// spawns counts exec calls admitted before Close that have not yet
+	// registered their session. Close waits for them, so it ends every
+	// session and no goroutine is added after its final Wait.
+	spawns    sync.WaitGroup
+	stop      chan struct{} // closed by Close
+	sweepKick chan struct{} // wakes the sweeper when a session ended
+	noteKick  chan struct{} // wakes the notifier when an event is queued
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*session
 	closed   bool
-	notes    []noteJob // notification work, in order
+	retired  map[string]struct{} // ids of forgotten sessions, not reissued
+	retiredQ []string            // retired ids, oldest first (at most maxRetiredIDs)
+	notes    []noteJob           // notification work, in order
 }
 
 // NewRegistry returns a registry configured by cfg (zero Config = the
@@ -119,12 +125,15 @@ func (r *Registry) Close(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
+	r.mu.Unlock()
+	// Exec calls admitted before the flag finish spawning and register.
+	r.spawns.Wait()
+	r.mu.Lock()
 	running := make([]*session, 0, len(r.sessions))
 	for _, s := range r.sessions {
 		running = append(running, s)
 	}
 	r.mu.Unlock()
-	close(r.stop)
 
 	for _, s := range running {
 		s.terminate(ExitReasonKilled)
@@ -141,6 +150,9 @@ func (r *Registry) Close(ctx context.Context) error {
 			<-s.done
 		}
 	}
+	// Only now stop the spawner: its thread's exit sends Pdeathsig
+	// (SIGKILL) to every child it forked, which would cut the grace period.
+	close(r.stop)
 	r.goroutines.Wait()
 	r.watchdog.close()
 	if r.cgroups != nil {
@@ -170,23 +182,53 @@ func (r *Registry) spawnContained(spec *spawnSpec) (*spawned, error) {
 	return sp, err
 }
 
-// add registers a new session under a fresh id. It fails once closed.
-func (r *Registry) add(s *session) error {
+// admit lets one exec call spawn unless the registry is closed. An
+// admitted call ends with spawnDone: after add, or when the spawn failed.
+func (r *Registry) admit() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return ErrClosed
 	}
-	s.id = newSlug(func(id string) bool { _, ok := r.sessions[id]; return ok })
-	r.sessions[s.id] = s
+	r.spawns.Add(1)
 	return nil
 }
 
-// forget drops a session from the registry.
+func (r *Registry) spawnDone() { r.spawns.Done() }
+
+// add registers a new session under a fresh id. Only admitted calls add,
+// so it succeeds even while Close waits for them.
+func (r *Registry) add(s *session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.id = newSlug(func(id string) bool {
+		_, live := r.sessions[id]
+		_, old := r.retired[id]
+		return live || old
+	})
+	r.sessions[s.id] = s
+}
+
+// maxRetiredIDs bounds how many ids of forgotten sessions are kept from
+// reuse, so a stale id (from a notification, or an agent's memory) does
+// not reach a newer session.
+const maxRetiredIDs = 10000
+
+// forget drops a session from the registry and retires its id.
 func (r *Registry) forget(s *session) {
 	r.mu.Lock()
 	if r.sessions[s.id] == s {
 		delete(r.sessions, s.id)
+		if r.retired == nil {
+			r.retired = make(map[string]struct{})
+		}
+		r.retired[s.id] = struct{}{}
+		r.retiredQ = append(r.retiredQ, s.id)
+		if len(r.retiredQ) > maxRetiredIDs {
+			delete(r.retired, r.retiredQ[0])
+			r.retiredQ[0] = ""
+			r.retiredQ = r.retiredQ[1:]
+		}
 	}
 	r.mu.Unlock()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -147,7 +148,7 @@ func (sc *Scope) wait(ctx context.Context, s *session, req *ProcessRequest) (*Re
 	if lw != nil {
 		for i, w := range s.lineWaiters {
 			if w == lw {
-				s.lineWaiters = append(s.lineWaiters[:i], s.lineWaiters[i+1:]...)
+				s.lineWaiters = slices.Delete(s.lineWaiters, i, i+1) // zeroes the freed slot
 				break
 			}
 		}

@@ -1,0 +1,90 @@
+package bgexec
+
+// Regression tests for the bugs found by the reliability suite. They fail
+// (or panic) before /tmp/rel/fix.patch and pass after it.
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCloseWhileExecCallsSpawn(t *testing.T) {
+	for round := range 50 {
+		reg, err := NewRegistry(Config{YieldMs: MaxYieldMs})
+		require.NoError(t, err)
+		dir := ""
+		if reg.cgroups != nil {
+			dir = reg.cgroups.dir
+		}
+		sc := reg.Scope("a")
+		var wg sync.WaitGroup
+		var n atomic.Int64
+		going := make(chan struct{})
+		var once sync.Once
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					res, err := sc.Exec(context.Background(), &ExecRequest{Command: "true"})
+					if errors.Is(err, ErrClosed) {
+						return
+					}
+					if !assert.NoError(t, err) || !assert.NotEqual(t, ExitReasonSpawnError, res.Details.ExitReason, "round %d: %s", round, res.Text()) {
+						return
+					}
+					if n.Add(1) == 8 {
+						once.Do(func() { close(going) })
+					}
+				}
+			}()
+		}
+		<-going
+		require.NoError(t, reg.Close(context.Background())) // panicked: WaitGroup is reused before previous Wait has returned
+		wg.Wait()
+		if dir != "" {
+			_, err := os.Stat(dir)
+			require.True(t, os.IsNotExist(err), "round %d: registry cgroup %s left behind", round, dir)
+		}
+	}
+}
+
+func TestCloseGivesTheGracePeriod(t *testing.T) {
+	reg, err := NewRegistry(Config{YieldMs: MaxYieldMs, KillGrace: 2 * time.Second})
+	require.NoError(t, err)
+	sc := reg.Scope("a")
+	var ss []*session
+	for range 4 {
+		id := startBackground(t, sc, &ExecRequest{Command: helper("trap-exit0")})
+		waitFor(t, sc, id, "ready")
+		ss = append(ss, sessionOf(reg, id))
+	}
+	require.NoError(t, reg.Close(testCtx(t)))
+	for _, s := range ss {
+		assert.Empty(t, s.exit.signal, "session %s got SIGTERM and exited 0, not SIGKILL", s.id)
+		assert.Equal(t, "0", codeString(s.exit.code), "session %s", s.id)
+		assert.Equal(t, ExitReasonKilled, s.exit.reason, "session %s", s.id)
+	}
+}
+
+func TestSessionIDsAreNotReissued(t *testing.T) {
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	seen := map[string]int{}
+	for i := range 300 {
+		id := startBackground(t, sc, &ExecRequest{Command: "true"})
+		waitExit(t, sc, id)
+		mustProcess(t, sc, &ProcessRequest{Action: "clear", SessionID: id})
+		j, dup := seen[id]
+		require.False(t, dup, "session id %q of session #%d reissued to session #%d", id, j, i)
+		seen[id] = i
+	}
+}
