@@ -198,6 +198,9 @@ func runHelper(args []string) int {
 	case "flood-controls":
 		// Prints rest[0] bytes of control characters and escape sequences only.
 		return helperFlood(rest, floodControlBlock(), false)
+	case "raw-idle":
+		// The raw side of BenchmarkIdleSessions, in a process of its own.
+		return rawIdleHelper(rest)
 	default:
 		fmt.Fprintln(os.Stderr, "helper: unknown command", cmd)
 		return 2
