@@ -209,6 +209,7 @@ func (p *benchPair) reportTime(b *testing.B) {
 	b.ReportMetric(float64(benchMean(p.raw)), "raw-ns/op")
 	b.ReportMetric(float64(benchMean(p.lib))/float64(benchMean(p.raw)), "ratio")
 	b.ReportMetric(float64(benchPercentile(p.lib, 0.5))/float64(benchPercentile(p.raw, 0.5)), "p50-ratio")
+	b.ReportAllocs() // shows allocs/op and B/op: bgexec's alone, set here
 	b.ReportMetric(float64(p.libObjs/n), "allocs/op")
 	b.ReportMetric(float64(p.libBytes/n), "B/op")
 	b.ReportMetric(float64(p.rawObjs/n), "raw-allocs/op")
@@ -232,6 +233,7 @@ func (p *benchPair) reportThroughput(b *testing.B, size int64) {
 	// cores are contended.
 	b.ReportMetric(float64(p.rawCPU)/float64(p.libCPU), "cpu-ratio")
 	n := uint64(len(p.lib))
+	b.ReportAllocs()
 	b.ReportMetric(float64(p.libObjs/n), "allocs/op")
 	b.ReportMetric(float64(p.libBytes/n), "B/op")
 }
