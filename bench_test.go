@@ -9,10 +9,14 @@ package bgexec
 // output, 256 MiB of PTY output, 10,000 idle sessions) need
 // BGEXEC_BENCH_LARGE=1, and BGEXEC_BENCH_SESSIONS=n,m picks the idle counts.
 //
-// Custom units: "raw-…" is the baseline's figure, "ratio" is bgexec's cost
-// over the baseline's (time) or bgexec's throughput over the baseline's
-// (MB/s), "p50-ratio" the same from medians. ns/op, B/op and allocs/op are
-// bgexec's side alone.
+// Custom units: "raw-…" is the baseline's figure; "ratio" is bgexec's time
+// over the baseline's (exec: lower is better, target ≤ 1.10) or bgexec's
+// throughput over the baseline's (ingest: higher is better); "p50-ratio"
+// the same from per-iteration medians; "cpu-ratio" the same from the CPU
+// time of this process and its reaped children, which is steadier than wall
+// time on a shared machine. ns/op, B/op and allocs/op are bgexec's side
+// alone (allocations are read from runtime/metrics, so per-side figures are
+// close, not exact).
 
 import (
 	"bufio"

@@ -6,9 +6,23 @@ import (
 	"os"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-const readChunk = 32 << 10
+const (
+	// readChunk is the size of one read. It is lent from the pool for that
+	// read only, so it costs nothing while a session is idle.
+	readChunk = 128 << 10
+	// defaultPipe is Linux's default pipe capacity: a read that returns this
+	// much found the pipe full, so the child writes faster than we read.
+	defaultPipe = 64 << 10
+	// busyPipe is the capacity a pipe gets once found full. The child can
+	// then keep writing while we process the last read, and each wakeup
+	// moves four times as much: on a flood this cuts the context switches,
+	// which cost more than anything else on the path (BENCHMARKS.md).
+	busyPipe = 256 << 10
+)
 
 // chunkPool lends read buffers only for the duration of one read, so an
 // idle session holds no buffer while its reader is parked in the poller.
@@ -34,10 +48,18 @@ func pumpFile(f *os.File, pool *chunkPool, sink func([]byte)) {
 		return
 	}
 	eof := false
+	grown := false
 	read := func(fd uintptr) bool {
 		for {
 			bp := pool.get()
 			n, err := syscall.Read(int(fd), *bp)
+			if n >= defaultPipe && !grown {
+				// Once, for a busy pipe. It fails harmlessly on a PTY (never
+				// this full) and for an unprivileged user over the pipe
+				// quota (fs.pipe-user-pages-soft).
+				grown = true
+				_, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, busyPipe)
+			}
 			if n > 0 {
 				sink((*bp)[:n])
 			}

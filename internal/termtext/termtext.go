@@ -497,24 +497,29 @@ func isFormat(r rune) bool {
 }
 
 // scanPlain returns the index of the first byte at or after i that is not
-// printable ASCII, TAB, LF or CR, or len(p). It tests 32 bytes per step.
+// printable ASCII, TAB, LF or CR, or len(p). It tests 32 bytes per step:
+// first whether all of them are printable ASCII (cheap, and true of most
+// blocks of long lines), and only if not, exactly.
 func scanPlain(p []byte, i int) int {
 	for len(p)-i >= 32 {
 		q := p[i : i+32 : i+32]
-		m0 := special(binary.LittleEndian.Uint64(q[0:8]))
-		m1 := special(binary.LittleEndian.Uint64(q[8:16]))
-		m2 := special(binary.LittleEndian.Uint64(q[16:24]))
-		m3 := special(binary.LittleEndian.Uint64(q[24:32]))
-		if (m0|m1|m2|m3)&msb != 0 {
-			switch {
-			case m0&msb != 0:
-				return i + bits.TrailingZeros64(m0&msb)/8
-			case m1&msb != 0:
-				return i + 8 + bits.TrailingZeros64(m1&msb)/8
-			case m2&msb != 0:
-				return i + 16 + bits.TrailingZeros64(m2&msb)/8
+		w0 := binary.LittleEndian.Uint64(q[0:8])
+		w1 := binary.LittleEndian.Uint64(q[8:16])
+		w2 := binary.LittleEndian.Uint64(q[16:24])
+		w3 := binary.LittleEndian.Uint64(q[24:32])
+		if (printable(w0)|printable(w1)|printable(w2)|printable(w3))&msb != 0 {
+			m0, m1, m2, m3 := special(w0), special(w1), special(w2), special(w3)
+			if (m0|m1|m2|m3)&msb != 0 {
+				switch {
+				case m0&msb != 0:
+					return i + bits.TrailingZeros64(m0&msb)/8
+				case m1&msb != 0:
+					return i + 8 + bits.TrailingZeros64(m1&msb)/8
+				case m2&msb != 0:
+					return i + 16 + bits.TrailingZeros64(m2&msb)/8
+				}
+				return i + 24 + bits.TrailingZeros64(m3&msb)/8
 			}
-			return i + 24 + bits.TrailingZeros64(m3&msb)/8
 		}
 		i += 32
 	}
@@ -528,6 +533,15 @@ func scanPlain(p []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// printable computes, for the eight bytes of w, a word with the high bit
+// of some byte set (mask it with msb) unless all eight are printable ASCII
+// 0x20–0x7E. Per byte b < 0x80, b + 0x01 has its high bit set iff b is
+// DEL, 0x9f - b iff b < 0x20; a byte >= 0x80 is flagged by w itself, and
+// carries and borrows start only in such a byte.
+func printable(w uint64) uint64 {
+	return w | (w + lsb) | (0x9f9f9f9f9f9f9f9f - w)
 }
 
 // special computes, for the eight bytes of w read little-endian, a word
