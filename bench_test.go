@@ -725,22 +725,11 @@ func parseStamp(b *testing.B, text string) int64 {
 // measured wake on the same event; on a loaded machine this observer may
 // be scheduled after them, and a sample then comes out short or negative.
 func awaitExitEvent(b *testing.B, pid int) int64 {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		b.Fatalf("pidfd_open %d: %v (it exited too soon to be observed)", pid, err)
+	exited, err := waitPidExit(pid, 10*time.Second)
+	if !exited {
+		b.Fatalf("wait for pid %d to exit: %v (an ESRCH means it exited too soon to be observed)", pid, err)
 	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, 10000)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n == 0 {
-			b.Fatalf("poll pidfd: %v", err)
-		}
-		return monoNow()
-	}
+	return monoNow()
 }
 
 // benchSessionPid waits until reg holds a session and returns its pid.

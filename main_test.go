@@ -293,18 +293,25 @@ func waitExit(t *testing.T, sc *Scope, id string) *Result {
 // readable when the process ends, for any process, not only our children.
 func pidGone(t *testing.T, pid int) bool {
 	t.Helper()
+	exited, err := waitPidExit(pid, 10*time.Second)
+	return exited || errors.Is(err, unix.ESRCH)
+}
+
+// waitPidExit waits up to d on a pidfd of its own for pid to exit. It
+// returns an ESRCH error when pid was already gone before it could look.
+func waitPidExit(pid int, d time.Duration) (bool, error) {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		return errors.Is(err, unix.ESRCH)
+		return false, err
 	}
 	defer unix.Close(fd)
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for {
-		n, err := unix.Poll(fds, 10000)
+		n, err := unix.Poll(fds, int(d.Milliseconds()))
 		if err == unix.EINTR {
 			continue
 		}
-		return err == nil && n > 0
+		return err == nil && n > 0, err
 	}
 }
 

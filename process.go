@@ -175,7 +175,9 @@ func (s *session) waitChange(ctx context.Context, d time.Duration, cond func() b
 	t := time.NewTimer(d)
 	defer t.Stop()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.pollWaiters++
+	defer func() { s.pollWaiters-- }() // runs before the unlock
 	for !cond() && !s.ended {
 		ch := s.changed
 		s.mu.Unlock()
@@ -183,19 +185,13 @@ func (s *session) waitChange(ctx context.Context, d time.Duration, cond func() b
 		case <-ch:
 		case <-t.C:
 			s.mu.Lock()
-			s.pollWaiters--
-			s.mu.Unlock()
 			return
 		case <-ctx.Done():
 			s.mu.Lock()
-			s.pollWaiters--
-			s.mu.Unlock()
 			return
 		}
 		s.mu.Lock()
 	}
-	s.pollWaiters--
-	s.mu.Unlock()
 }
 
 func (sc *Scope) poll(ctx context.Context, s *session, req *ProcessRequest) (*Result, error) {

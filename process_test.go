@@ -1,6 +1,7 @@
 package bgexec
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -211,8 +212,7 @@ func TestProcessKillClearRemove(t *testing.T) {
 
 	t.Run("remove kills a running session and forgets it at once", func(t *testing.T) {
 		id := startBackground(t, sc, &ExecRequest{Command: helper("hang")})
-		res := waitFor(t, sc, id, "ready")
-		_ = res
+		waitFor(t, sc, id, "ready")
 		list := mustProcess(t, sc, &ProcessRequest{Action: "list"})
 		require.Len(t, list.Details.Sessions, 1+countFinished(list))
 		pid := sessionPid(list, id)
@@ -285,4 +285,17 @@ func awaitDone(t *testing.T, reg *Registry, id string) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("session %s did not end", id)
 	}
+}
+
+func TestCloseAfterItsContextEndsKillsAtOnce(t *testing.T) {
+	reg, err := NewRegistry(Config{KillGrace: time.Hour})
+	require.NoError(t, err)
+	sc := reg.Scope("a")
+	id := startBackground(t, sc, &ExecRequest{Command: "exec " + helper("ignore-term")})
+	waitFor(t, sc, id, "ready")
+	pid := sessionPid(mustProcess(t, sc, &ProcessRequest{Action: "list"}), id)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, reg.Close(ctx), context.DeadlineExceeded, "the grace period (1 h) outlived the context")
+	assert.True(t, pidGone(t, pid), "SIGKILLed once the context ended")
 }

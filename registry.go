@@ -139,16 +139,21 @@ func (r *Registry) Close(ctx context.Context) error {
 		s.terminate(ExitReasonKilled)
 	}
 	var err error
-	for _, s := range running {
+	for i, s := range running {
 		select {
 		case <-s.done:
+			continue
 		case <-ctx.Done():
-			err = ctx.Err()
-			for _, s := range running {
-				s.forceKill(ExitReasonKilled)
-			}
+		}
+		// Out of time: SIGKILL everything still running once, then wait.
+		err = ctx.Err()
+		for _, s := range running[i:] {
+			s.forceKill(ExitReasonKilled)
+		}
+		for _, s := range running[i:] {
 			<-s.done
 		}
+		break
 	}
 	// Only now stop the spawner: its thread's exit sends Pdeathsig
 	// (SIGKILL) to every child it forked, which would cut the grace period.
@@ -339,11 +344,4 @@ func (r *Registry) reapExpired(now time.Time) time.Duration {
 		}
 	}
 	return next
-}
-
-// String identifies the registry in logs.
-func (r *Registry) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return fmt.Sprintf("bgexec.Registry(%d sessions)", len(r.sessions))
 }

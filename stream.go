@@ -1,7 +1,6 @@
 package bgexec
 
 import (
-	"errors"
 	"io"
 	"os"
 	"sync"
@@ -93,10 +92,7 @@ func pumpReader(r io.Reader, pool *chunkPool, sink func([]byte)) {
 		}
 		pool.put(bp)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
-				_ = err // closed or failed: the stream ends either way
-			}
-			return
+			return // EOF, closed or failed: the stream ends either way
 		}
 	}
 }
