@@ -63,7 +63,7 @@ func TestCloseGivesTheGracePeriod(t *testing.T) {
 	sc := reg.Scope("a")
 	var ss []*session
 	for range 4 {
-		id := startBackground(t, sc, &ExecRequest{Command: helper("trap-exit0")})
+		id := startBackground(t, sc, &ExecRequest{Command: "exec " + helper("trap-exit0")})
 		waitFor(t, sc, id, "ready")
 		ss = append(ss, sessionOf(reg, id))
 	}
