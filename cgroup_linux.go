@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -35,6 +37,40 @@ const (
 // that left the process group (setsid, setpgid, double forks).
 type cgroupRoot struct {
 	dir string
+
+	mu     sync.Mutex // guards spare and closed
+	spare  []string   // emptied session cgroups kept for reuse
+	closed bool
+}
+
+// maxSpareCgroups is how many emptied session cgroups a registry keeps for
+// the next sessions, which then skip a mkdir and an rmdir each.
+const maxSpareCgroups = 4
+
+// takeSpare returns an emptied session cgroup to reuse, or "".
+func (r *cgroupRoot) takeSpare() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.spare)
+	if n == 0 {
+		return ""
+	}
+	dir := r.spare[n-1]
+	r.spare = r.spare[:n-1]
+	return dir
+}
+
+// keepSpare keeps an emptied session cgroup for reuse, unless enough are
+// kept already or the registry is closing; it reports whether it did. Only
+// a cgroup that was never killed may be kept (see sessionCgroup.killed).
+func (r *cgroupRoot) keepSpare(dir string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || len(r.spare) >= maxSpareCgroups {
+		return false
+	}
+	r.spare = append(r.spare, dir)
+	return true
 }
 
 // findCgroup2Dir returns the directory of this process's cgroup in the
@@ -106,28 +142,75 @@ func newCgroupRoot() (*cgroupRoot, error) {
 
 // sessionCgroup is one session's cgroup.
 type sessionCgroup struct {
-	dir string
-	fd  int // O_PATH|O_DIRECTORY descriptor for clone3's CLONE_INTO_CGROUP
+	root *cgroupRoot
+	dir  string
+	fd   int // O_PATH|O_DIRECTORY descriptor for clone3's CLONE_INTO_CGROUP
+
+	// emptied is set once the cgroup was seen empty after its leader
+	// exited. Nothing can enter it after that (no member is left to fork),
+	// so it stays empty and needs neither a kill nor another look.
+	emptied atomic.Bool
+
+	// killed is set once cgroup.kill was written. Such a cgroup is never
+	// reused: on some kernels (6.18 here) a child cloned into a cgroup
+	// that was killed before is SIGKILLed at birth, because the kill
+	// counter is compared with the forking process's cgroup.
+	killed atomic.Bool
 }
 
+// newSession returns an empty cgroup for one session: a spare one if there
+// is, else a new one.
 func (r *cgroupRoot) newSession() (*sessionCgroup, error) {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	dir := filepath.Join(r.dir, "s-"+hex.EncodeToString(b[:]))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, err
+	dir := r.takeSpare()
+	if dir == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		dir = filepath.Join(r.dir, "s-"+hex.EncodeToString(b[:]))
+		if err := unix.Mkdir(dir, 0o755); err != nil {
+			return nil, &os.PathError{Op: "mkdir", Path: dir, Err: err}
+		}
 	}
 	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		_ = os.Remove(dir)
-		return nil, err
+		_ = unix.Rmdir(dir)
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return &sessionCgroup{dir: dir, fd: fd}, nil
+	return &sessionCgroup{root: r, dir: dir, fd: fd}, nil
+}
+
+// closeFD closes the directory descriptor, which only the clone into the
+// cgroup needs; it is safe to call more than once.
+func (c *sessionCgroup) closeFD() {
+	if c.fd >= 0 {
+		_ = unix.Close(c.fd)
+		c.fd = -1
+	}
 }
 
 // kill SIGKILLs every process in the cgroup, wherever its process group.
 func (c *sessionCgroup) kill() error {
-	return os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0)
+	c.killed.Store(true)
+	fd, err := unix.Open(c.dir+"/cgroup.kill", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	_, err = unix.Write(fd, []byte("1"))
+	return err
+}
+
+// killLeft SIGKILLs every process in the cgroup unless it is empty. It looks
+// at cgroup.events first: when the leader has exited, usually nothing is
+// left, and the look costs less than a kill.
+func (c *sessionCgroup) killLeft() {
+	if c.emptied.Load() {
+		return
+	}
+	if !c.populated() {
+		c.emptied.Store(true)
+		return
+	}
+	_ = c.kill()
 }
 
 // signal sends sig to every process in the cgroup.
@@ -145,24 +228,40 @@ func (c *sessionCgroup) signal(sig unix.Signal) {
 
 // populated reports whether any process is still in the cgroup.
 func (c *sessionCgroup) populated() bool {
-	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.events"))
+	fd, err := unix.Open(c.dir+"/cgroup.events", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
-	return strings.Contains(string(b), "populated 1")
+	defer unix.Close(fd)
+	return eventsPopulated(fd)
 }
 
-// remove kills what is left, waits (bounded) for the cgroup to empty and
-// deletes it. The wait is event-driven: cgroup.events signals POLLPRI when
-// "populated" changes.
+// eventsPopulated reads an open cgroup.events from its start. The file is
+// two short lines ("populated N", "frozen N").
+func eventsPopulated(fd int) bool {
+	var buf [128]byte
+	n, err := unix.Pread(fd, buf[:], 0)
+	if err != nil || n <= 0 {
+		return false
+	}
+	return strings.Contains(string(buf[:n]), "populated 1")
+}
+
+// remove kills what is left, waits (bounded) for the cgroup to empty, and
+// then keeps it as a spare or deletes it. The wait is event-driven:
+// cgroup.events signals POLLPRI when "populated" changes.
 func (c *sessionCgroup) remove(bound time.Duration) error {
-	defer unix.Close(c.fd)
-	if c.populated() {
+	defer c.closeFD()
+	empty := c.emptied.Load() || !c.populated()
+	if !empty {
 		_ = c.kill()
-		ev, err := unix.Open(filepath.Join(c.dir, "cgroup.events"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		ev, err := unix.Open(c.dir+"/cgroup.events", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err == nil {
 			deadline := time.Now().Add(bound)
-			for c.populated() {
+			for !empty {
+				if empty = !eventsPopulated(ev); empty {
+					break
+				}
 				left := time.Until(deadline)
 				if left <= 0 {
 					break
@@ -173,7 +272,25 @@ func (c *sessionCgroup) remove(bound time.Duration) error {
 			_ = unix.Close(ev)
 		}
 	}
-	return os.Remove(c.dir)
+	if empty && !c.killed.Load() && c.root != nil && c.root.keepSpare(c.dir) {
+		return nil
+	}
+	if err := unix.Rmdir(c.dir); err != nil {
+		return &os.PathError{Op: "rmdir", Path: c.dir, Err: err}
+	}
+	return nil
 }
 
-func (r *cgroupRoot) remove() error { return os.Remove(r.dir) }
+// remove deletes the spare session cgroups and the registry's cgroup; call
+// it once every session's cgroup is removed.
+func (r *cgroupRoot) remove() error {
+	r.mu.Lock()
+	r.closed = true
+	spare := r.spare
+	r.spare = nil
+	r.mu.Unlock()
+	for _, dir := range spare {
+		_ = unix.Rmdir(dir)
+	}
+	return os.Remove(r.dir)
+}

@@ -26,6 +26,7 @@ type spawnSpec struct {
 	cols      uint16
 	rows      uint16
 	cgroup    *sessionCgroup // nil: process group only
+	pdeathsig bool           // SIGKILL the child when the forking thread exits
 }
 
 // spawned is a started command and the descriptors the session owns.
@@ -40,8 +41,9 @@ type spawned struct {
 // netpoller, so an idle session holds no OS thread (a blocking wait4 would
 // hold one per child, and past 10,000 threads the Go runtime aborts).
 type osChild struct {
-	cmd   *exec.Cmd
-	pidfd *os.File // nil when pidfd_open is unavailable
+	leader int       // the shell's pid, which is also its process group id
+	cmd    *exec.Cmd // reaps the leader only when pidfd is nil
+	pidfd  *os.File  // nil when pidfd_open is unavailable
 
 	cg       *sessionCgroup // nil without cgroup containment
 	watchdog *watchdog      // learns the pgid, to kill it if this process dies
@@ -50,7 +52,7 @@ type osChild struct {
 	reaped bool       // after reaping, the pgid may be reused: never signal it
 }
 
-func (c *osChild) pid() int { return c.cmd.Process.Pid }
+func (c *osChild) pid() int { return c.leader }
 
 // awaitExit blocks until the leader has exited, without reaping it, so the
 // process group id stays valid for a final SIGKILL.
@@ -109,7 +111,7 @@ func (c *osChild) signalGroup(sig syscall.Signal) error {
 	if c.cg != nil {
 		// Also reach processes that left the group (setsid, double fork).
 		if sig == unix.SIGKILL {
-			_ = c.cg.kill()
+			c.cg.killLeft()
 		} else {
 			c.cg.signal(sig)
 		}
@@ -124,10 +126,18 @@ func (c *osChild) reap() (syscall.WaitStatus, error) {
 	defer c.mu.Unlock()
 	c.reaped = true
 	c.watchdog.forget(c.pid())
-	_ = c.cmd.Wait() // non-zero exits are a status here, not an error
 	if c.pidfd != nil {
-		_ = c.pidfd.Close()
+		// The os.Process was released at start; reap with wait4.
+		defer c.pidfd.Close()
+		var ws unix.WaitStatus
+		for {
+			_, err := unix.Wait4(c.leader, &ws, 0, nil)
+			if err != unix.EINTR {
+				return syscall.WaitStatus(ws), err
+			}
+		}
 	}
+	_ = c.cmd.Wait() // non-zero exits are a status here, not an error
 	if c.cmd.ProcessState == nil {
 		return 0, errors.New("bgexec: process state unavailable")
 	}
@@ -139,6 +149,23 @@ func (c *osChild) release() {
 	if c.cg != nil {
 		_ = c.cg.remove(time.Second)
 	}
+}
+
+// outputPipe returns a pipe for a child's output. Only the read end, which
+// bgexec keeps, is non-blocking in the runtime poller; the write end goes to
+// the child and would only be registered with the poller to leave it again
+// when closed after the start.
+func outputPipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		_ = unix.Close(p[0])
+		_ = unix.Close(p[1])
+		return nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
 // startChild spawns spec. On error nothing is left running and every
@@ -166,12 +193,12 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		closeOnError = append(closeOnError, master)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 		sp.ttyName = tty.Name()
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 		sp.outputs = []io.Reader{master}
 		sp.stdin = master
 	} else {
 		for range 2 {
-			r, w, err := os.Pipe()
+			r, w, err := outputPipe()
 			if err != nil {
 				return nil, err
 			}
@@ -191,7 +218,10 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 			cmd.Stdin = r
 			sp.stdin = w
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	if spec.pdeathsig {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
 	if spec.cgroup != nil {
 		cmd.SysProcAttr.UseCgroupFD = true
@@ -205,9 +235,12 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &osChild{cmd: cmd, cg: spec.cgroup}
-	if fd, err := unix.PidfdOpen(cmd.Process.Pid, unix.PIDFD_NONBLOCK); err == nil {
+	c := &osChild{leader: cmd.Process.Pid, cmd: cmd, cg: spec.cgroup}
+	if fd, err := unix.PidfdOpen(c.leader, unix.PIDFD_NONBLOCK); err == nil {
 		c.pidfd = os.NewFile(uintptr(fd), "pidfd")
+		// os.Process keeps a pidfd of its own until Wait. Ours is enough
+		// (reap uses wait4), so an idle session holds one, not two.
+		_ = cmd.Process.Release()
 	}
 	sp.child = c
 	return sp, nil

@@ -3,6 +3,7 @@ package bgexec
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -90,7 +91,8 @@ type Config struct {
 	DrainTimeout time.Duration
 	// Shell is the shell binary; the command runs as [Shell, "-c", command].
 	// Empty means $SHELL, or sh when $SHELL is unset; when $SHELL is fish,
-	// bash from PATH (else sh).
+	// bash from PATH (else sh). A name without a slash is looked up in PATH
+	// once, by NewRegistry; if it is not found then, each exec looks again.
 	Shell string
 	// Workdir is the default working directory. Empty means the process's cwd.
 	Workdir string
@@ -201,6 +203,7 @@ type settings struct {
 	killGrace      time.Duration
 	drainTimeout   time.Duration
 	shell          string
+	shellPath      string // shell resolved against PATH; "" if it was not found
 	workdir        string
 	backgroundOff  bool
 	marker         string
@@ -269,6 +272,9 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 	if s.shell == "" {
 		s.shell = defaultShell(getenv)
 	}
+	if p, err := exec.LookPath(s.shell); err == nil {
+		s.shellPath = p
+	}
 	if c.Workdir != "" {
 		st, err := os.Stat(c.Workdir)
 		if err != nil || !st.IsDir() {
@@ -297,7 +303,7 @@ func defaultShell(getenv func(string) string) string {
 	}
 	base := sh[strings.LastIndexByte(sh, '/')+1:]
 	if base == "fish" {
-		if p, err := lookPath("bash"); err == nil {
+		if p, err := exec.LookPath("bash"); err == nil {
 			return p
 		}
 		return "sh"

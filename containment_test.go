@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,12 +54,88 @@ func TestCgroupContainment(t *testing.T) {
 	kill := mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	assert.Equal(t, "Killed session "+id+".", kill.Text())
 	assert.True(t, pidGone(t, pid), "the setsid escaper ended with the cgroup")
-	_, err = os.Stat(dirs[0])
-	assert.True(t, os.IsNotExist(err), "the session cgroup is removed")
+	waitExit(t, sc, id)
+	if _, err := os.Stat(dirs[0]); err == nil {
+		assert.Equal(t, []string{dirs[0]}, spareCgroups(reg), "the emptied session cgroup is removed or kept as a spare")
+		assert.False(t, (&sessionCgroup{dir: dirs[0]}).populated(), "a spare cgroup is empty")
+	}
 
 	require.NoError(t, reg.Close(testCtx(t)))
 	_, err = os.Stat(root)
 	assert.True(t, os.IsNotExist(err), "the registry cgroup is removed on Close")
+}
+
+// spareCgroups lists the registry's spare session cgroups.
+func spareCgroups(reg *Registry) []string {
+	reg.cgroups.mu.Lock()
+	defer reg.cgroups.mu.Unlock()
+	return slices.Clone(reg.cgroups.spare)
+}
+
+func TestSessionCgroupsAreReused(t *testing.T) {
+	if _, err := findCgroup2Dir(); err != nil {
+		t.Skip("no cgroup v2 here:", err)
+	}
+	reg := newTestRegistry(t, Config{Containment: ContainmentRequired})
+	root := reg.cgroups.dir
+	sc := reg.Scope("a")
+	cgroupOf := func(text string) string {
+		_, path, ok := strings.Cut(strings.TrimSpace(text), "0::")
+		require.True(t, ok, "no cgroup v2 line in %q", text)
+		return filepath.Base(path)
+	}
+
+	// Six at once: six cgroups, none shared.
+	var ids []string
+	seen := map[string]bool{}
+	for range 6 {
+		id := startBackground(t, sc, &ExecRequest{Command: "grep '^0::' /proc/self/cgroup; exec " + helper("hang")})
+		res := waitFor(t, sc, id, `^0::`)
+		name := cgroupOf(res.Details.Matched)
+		require.False(t, seen[name], "cgroup %s shared by two running sessions", name)
+		seen[name] = true
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+		waitExit(t, sc, id)
+	}
+	spare := spareCgroups(reg)
+	assert.Len(t, spare, maxSpareCgroups, "emptied cgroups kept for reuse")
+	dirs, _ := filepath.Glob(filepath.Join(root, "s-*"))
+	assert.ElementsMatch(t, spare, dirs, "every other session cgroup is removed")
+
+	// The next session runs in a spare one.
+	res := mustExec(t, sc, &ExecRequest{Command: "grep '^0::' /proc/self/cgroup"})
+	require.Equal(t, StatusCompleted, res.Details.Status, res.Text())
+	assert.Contains(t, spare, filepath.Join(root, cgroupOf(res.Text())))
+	assert.Len(t, spareCgroups(reg), maxSpareCgroups, "and gives it back when it ends")
+
+	require.NoError(t, reg.Close(testCtx(t)))
+	_, err := os.Stat(root)
+	assert.True(t, os.IsNotExist(err), "Close removes the spare cgroups and the registry's")
+}
+
+// A cgroup that was killed is never reused: on some kernels a child cloned
+// into it is SIGKILLed at birth.
+func TestKilledCgroupsAreNotReused(t *testing.T) {
+	if _, err := findCgroup2Dir(); err != nil {
+		t.Skip("no cgroup v2 here:", err)
+	}
+	reg := newTestRegistry(t, Config{Containment: ContainmentRequired, KillGrace: 100 * time.Millisecond})
+	sc := reg.Scope("a")
+	id := startBackground(t, sc, &ExecRequest{Command: "exec " + helper("ignore-term")})
+	waitFor(t, sc, id, "ready")
+	s := sessionOf(reg, id)
+	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	res := waitExit(t, sc, id)
+	require.Equal(t, "SIGKILL", res.Details.ExitSignal, "the grace ran out: %s", res.Text())
+	require.True(t, s.c.(*osChild).cg.killed.Load(), "the cgroup was killed")
+	assert.NotContains(t, spareCgroups(reg), s.c.(*osChild).cg.dir)
+	for range 2 * maxSpareCgroups {
+		res := mustExec(t, sc, &ExecRequest{Command: "echo ok"})
+		require.Equal(t, "ok", res.Text())
+	}
 }
 
 func TestInheritedDescriptorsDoNotReachChildren(t *testing.T) {

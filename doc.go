@@ -95,13 +95,18 @@
 // # When the host dies
 //
 // If the embedding process dies without calling Close, even by SIGKILL,
-// its sessions do not live on as orphans. Two mechanisms cover it. Each
-// shell gets Pdeathsig SIGKILL; because Linux sends it when the forking
-// thread exits, not the process, children are forked from one OS thread
-// that the registry keeps locked for its whole life. And each registry
-// starts one small sh watchdog process that reads the list of live process
-// groups from a pipe only the host holds; when the pipe closes it SIGKILLs
-// every group still listed and the registry's cgroup.
+// its sessions do not live on as orphans. Each registry starts one small sh
+// watchdog process that holds the read end of a pipe only the host writes
+// to; when the pipe closes it SIGKILLs the registry's cgroup (and with it
+// every session cgroup inside) and every process group still listed. A
+// session in a cgroup is there from its first instruction (clone3 with
+// CLONE_INTO_CGROUP), so nothing more is needed for it. A session without
+// a cgroup is listed by process group right after the fork, and its shell
+// also gets Pdeathsig SIGKILL; because Linux sends that when the forking
+// thread exits, not the process, those children are forked from one OS
+// thread that the registry keeps locked for its whole life. (Forking there
+// costs a hop between threads, about 6 % of a spawn, which cgroup sessions
+// skip.)
 //
 // # Descriptors
 //

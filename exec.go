@@ -3,12 +3,14 @@ package bgexec
 import (
 	"context"
 	"fmt"
-	"github.com/bgexec/bgexec/internal/keys"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/bgexec/bgexec/internal/keys"
 )
 
 // ExecRequest is the exec tool's parameters (SPEC §3.1). Field names and JSON
@@ -106,7 +108,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 	}
 
 	spec := &spawnSpec{
-		path:      st.shell,
+		path:      st.shellPath,
 		args:      []string{st.shell, "-c", req.Command},
 		dir:       cwd,
 		stdinPipe: stdinPipe,
@@ -114,8 +116,11 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		cols:      DefaultPTYCols,
 		rows:      DefaultPTYRows,
 	}
-	if p, err := lookPath(st.shell); err == nil {
-		spec.path = p
+	if spec.path == "" {
+		spec.path = st.shell
+		if p, err := exec.LookPath(st.shell); err == nil {
+			spec.path = p
+		}
 	}
 	extra := []string{st.marker}
 	if req.PTY && os.Getenv("TERM") == "" && req.Env["TERM"] == "" {
@@ -325,14 +330,6 @@ func resolveTimeout(sec *float64, def time.Duration) (time.Duration, string) {
 // resolveWorkdir picks the working directory and the fallback warning.
 func resolveWorkdir(req, def string) (cwd, warning string) {
 	wd := strings.TrimSpace(req)
-	fallback := def
-	if fallback == "" {
-		if h, err := os.UserHomeDir(); err == nil {
-			fallback = h
-		} else {
-			fallback = "/"
-		}
-	}
 	if wd == "" {
 		if def != "" {
 			return def, ""
@@ -340,7 +337,7 @@ func resolveWorkdir(req, def string) (cwd, warning string) {
 		if c, err := os.Getwd(); err == nil {
 			return c, ""
 		}
-		return fallback, ""
+		return workdirFallback(def), ""
 	}
 	if !filepath.IsAbs(wd) {
 		base := def
@@ -352,5 +349,18 @@ func resolveWorkdir(req, def string) (cwd, warning string) {
 	if st, err := os.Stat(wd); err == nil && st.IsDir() {
 		return wd, ""
 	}
+	fallback := workdirFallback(def)
 	return fallback, fmt.Sprintf("Warning: workdir %q is unavailable; using %q.", strings.TrimSpace(req), fallback)
+}
+
+// workdirFallback is where a command runs when its workdir is unavailable:
+// the configured default, else the home directory, else "/".
+func workdirFallback(def string) string {
+	if def != "" {
+		return def
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return h
+	}
+	return "/"
 }

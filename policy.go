@@ -3,12 +3,9 @@ package bgexec
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 )
-
-var lookPath = exec.LookPath
 
 // ElevationPolicy gates elevated:true (SPEC §9). Both gates must pass.
 // The zero value refuses elevation.

@@ -179,10 +179,14 @@ func (r *Registry) spawnContained(spec *spawnSpec) (*spawned, error) {
 		}
 		spec.cgroup = cg
 	}
-	sp, err := r.spawnOnThread(spec)
-	if err != nil && spec.cgroup != nil {
-		_ = spec.cgroup.remove(0)
-		spec.cgroup = nil
+	sp, err := r.spawnChild(spec)
+	if spec.cgroup != nil {
+		if err != nil {
+			_ = spec.cgroup.remove(0)
+			spec.cgroup = nil
+		} else {
+			spec.cgroup.closeFD() // only the clone needed it
+		}
 	}
 	return sp, err
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -122,13 +123,16 @@ func (s *session) broadcastLocked() {
 func (s *session) start() {
 	s.changed = make(chan struct{})
 	s.done = make(chan struct{})
-	var readers sync.WaitGroup
+	readers := &readerCount{done: make(chan struct{})}
+	readers.left.Store(int32(len(s.outputs)))
+	if len(s.outputs) == 0 {
+		close(readers.done)
+	}
 	for i, r := range s.outputs {
-		readers.Add(1)
 		s.reg.goroutines.Add(1)
 		go func() {
 			defer s.reg.goroutines.Done()
-			defer readers.Done()
+			defer readers.finish()
 			s.readStream(streamID(i), r)
 		}()
 	}
@@ -140,8 +144,21 @@ func (s *session) start() {
 	s.reg.goroutines.Add(1)
 	go func() {
 		defer s.reg.goroutines.Done()
-		s.run(&readers)
+		s.run(readers)
 	}()
+}
+
+// readerCount closes done when the last of a session's readers returns, so
+// the owner can wait for them in a select without a goroutine of its own.
+type readerCount struct {
+	left atomic.Int32
+	done chan struct{}
+}
+
+func (r *readerCount) finish() {
+	if r.left.Add(-1) == 0 {
+		close(r.done)
+	}
 }
 
 // readStream cleans one output stream into the session's buffers.
@@ -220,7 +237,7 @@ func (s *session) answerCursorQueries(n int) {
 
 // run is the owner goroutine: it waits for the exit, ends what is left of
 // the process group, drains the output, and records the end.
-func (s *session) run(readers *sync.WaitGroup) {
+func (s *session) run(readers *readerCount) {
 	_ = s.c.awaitExit()
 	// Anything the shell left behind in its group ends with it: once the
 	// session is over nobody could stop it through the tool any more.
@@ -263,16 +280,16 @@ func (s *session) run(readers *sync.WaitGroup) {
 
 // drain waits for the readers to reach EOF; past the drain timeout (a
 // process outside the group holds the pipe) it stops them.
-func (s *session) drain(readers *sync.WaitGroup) {
-	drained := make(chan struct{})
-	go func() {
-		readers.Wait()
-		close(drained)
-	}()
+func (s *session) drain(readers *readerCount) {
+	select {
+	case <-readers.done:
+		return
+	default:
+	}
 	t := time.NewTimer(s.reg.cfg.drainTimeout)
 	defer t.Stop()
 	select {
-	case <-drained:
+	case <-readers.done:
 		return
 	case <-t.C:
 	}
@@ -284,7 +301,7 @@ func (s *session) drain(readers *sync.WaitGroup) {
 			_ = r.Close()
 		}
 	}
-	<-drained
+	<-readers.done
 }
 
 func (s *session) classifyLocked(ws syscall.WaitStatus, err error) exitInfo {
