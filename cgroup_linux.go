@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -24,7 +26,8 @@ type Containment int
 
 const (
 	// ContainmentAuto runs each session in its own cgroup v2 child cgroup when
-	// this process may create one, and falls back to the process group.
+	// this process may create one and a probe child cloned into one runs,
+	// and falls back to the process group otherwise.
 	ContainmentAuto Containment = iota
 	// ContainmentOff uses the process group only.
 	ContainmentOff
@@ -137,7 +140,41 @@ func newCgroupRoot() (*cgroupRoot, error) {
 		_ = os.Remove(dir)
 		return nil, errors.New("cgroup.kill is not available (Linux 5.14+ needed)")
 	}
-	return &cgroupRoot{dir: dir}, nil
+	r := &cgroupRoot{dir: dir}
+	if err := r.probe(); err != nil {
+		_ = os.Remove(dir)
+		return nil, err
+	}
+	return r, nil
+}
+
+// probe clones one short shell into a session cgroup, as every session
+// will be. Some kernels (6.18 among them) compare the kill counter of the
+// forking process's cgroup with the target's at clone time and SIGKILL the
+// child when they differ, which is the case for every session when the
+// host's own cgroup was killed once before (a service restarted in a
+// reused cgroup). Containment cannot work there.
+func (r *cgroupRoot) probe() error {
+	cg, err := r.newSession()
+	if err != nil {
+		return fmt.Errorf("create session cgroup: %w", err)
+	}
+	defer func() {
+		cg.closeFD()
+		_ = unix.Rmdir(cg.dir)
+	}()
+	cmd := exec.Command("/bin/sh", "-c", "exit 0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.fd}
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
+		return errors.New("the kernel SIGKILLs children cloned into a new cgroup (the host's cgroup was killed before, and this kernel compares kill counters at clone)")
+	default:
+		return fmt.Errorf("clone a shell into a new cgroup: %w", err)
+	}
 }
 
 // sessionCgroup is one session's cgroup.

@@ -2,6 +2,7 @@ package bgexec
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -135,6 +136,28 @@ func TestKilledCgroupsAreNotReused(t *testing.T) {
 	for range 2 * maxSpareCgroups {
 		res := mustExec(t, sc, &ExecRequest{Command: "echo ok"})
 		require.Equal(t, "ok", res.Text())
+	}
+}
+
+// On some kernels every child cloned into a new cgroup is SIGKILLed once the
+// host's own cgroup has been killed before. bgexec must notice at
+// NewRegistry and fall back to process groups, not fail every exec.
+func TestContainmentWorksInAKilledCgroup(t *testing.T) {
+	base, err := findCgroup2Dir()
+	if err != nil {
+		t.Skip("no cgroup v2 here:", err)
+	}
+	ctx := testCtx(t)
+	cmd := exec.CommandContext(ctx, os.Args[0], "killed-cgroup-host", base)
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Logf("%s", out)
+	assert.Contains(t, string(out), "exec: ok\n", "the command ran")
+	if strings.Contains(string(out), "cgroups: false") {
+		assert.Contains(t, string(out), "required: bgexec: containment required: the kernel SIGKILLs children cloned into a new cgroup", "the reason is given")
+	} else {
+		assert.Contains(t, string(out), "required: <nil>")
 	}
 }
 

@@ -86,8 +86,14 @@
 // /proc/self/cgroup and /proc/self/mountinfo, at /sys/fs/cgroup or
 // /sys/fs/cgroup/unified), each session also runs in a cgroup of its own,
 // entered at clone time, and its end goes through cgroup.kill: children
-// that called setsid or setpgid, or double-forked, end too, and the cgroup
-// is removed afterwards. Without cgroups (or with [ContainmentOff]) such
+// that called setsid or setpgid, or double-forked, end too. An emptied
+// session cgroup that was never killed is kept for the next session (at
+// most four per registry); any other is removed. NewRegistry first clones
+// one short shell into a test cgroup: some kernels (6.18 among them)
+// SIGKILL every child cloned into a new cgroup once the host's own cgroup
+// has been killed before, and there containment falls back to process
+// groups (or NewRegistry fails with [ContainmentRequired]), with the
+// reason. Without cgroups (or with [ContainmentOff]) such
 // escapers survive; kill then compares the session's descendants, taken
 // from /proc before the kill, with what is left, and says which may have
 // escaped. [ContainmentRequired] makes NewRegistry fail without cgroups.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -114,6 +115,8 @@ func runHelper(args []string) int {
 	case "pwd":
 		wd, _ := os.Getwd()
 		fmt.Println(wd)
+	case "killed-cgroup-host":
+		return killedCgroupHost(rest[0])
 	case "pieces":
 		// Prints rest[0], waits until a line arrives on stdin, prints rest[1].
 		fmt.Print(rest[0])
@@ -349,4 +352,48 @@ func openFDs(t *testing.T) int {
 	ents, err := os.ReadDir("/proc/self/fd")
 	require.NoError(t, err)
 	return len(ents)
+}
+
+// killedCgroupHost moves this helper into a cgroup under base that was
+// killed once before, then runs a command through a new registry (default
+// containment) and asks for required containment, printing what happened.
+func killedCgroupHost(base string) int {
+	k := filepath.Join(base, "bgexec-test-killed-"+strconv.Itoa(os.Getpid()))
+	if err := os.Mkdir(k, 0o755); err != nil {
+		fmt.Println("setup:", err)
+		return 1
+	}
+	defer os.Remove(k)
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(filepath.Join(k, "cgroup.kill"), []byte("1"), 0); err != nil {
+		fmt.Println("setup:", err)
+		return 1
+	}
+	if err := os.WriteFile(filepath.Join(k, "cgroup.procs"), pid, 0); err != nil {
+		fmt.Println("setup:", err)
+		return 1
+	}
+	defer func() { _ = os.WriteFile(filepath.Join(base, "cgroup.procs"), pid, 0) }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reg, err := NewRegistry(Config{})
+	if err != nil {
+		fmt.Println("registry:", err)
+		return 1
+	}
+	defer func() { _ = reg.Close(ctx) }()
+	fmt.Println("cgroups:", reg.cgroups != nil)
+	res, err := reg.Scope("a").Exec(ctx, &ExecRequest{Command: "echo ok"})
+	if err != nil {
+		fmt.Println("exec error:", err)
+		return 1
+	}
+	fmt.Println("exec:", res.Text())
+	req, err := NewRegistry(Config{Containment: ContainmentRequired})
+	if err == nil {
+		_ = req.Close(ctx)
+	}
+	fmt.Println("required:", err)
+	return 0
 }
