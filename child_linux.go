@@ -57,12 +57,19 @@ func (c *osChild) pid() int { return c.leader }
 // awaitExit blocks until the leader has exited, without reaping it, so the
 // process group id stays valid for a final SIGKILL.
 func (c *osChild) awaitExit() error {
-	if c.pidfd == nil {
+	if c.pidfd == nil || awaitPidfd(c.pidfd) != nil {
 		return c.waitNoReap()
 	}
-	rc, err := c.pidfd.SyscallConn()
+	return nil
+}
+
+// awaitPidfd blocks until the process behind a non-blocking pidfd has
+// exited, parked in the runtime poller rather than holding a thread. It
+// does not reap.
+func awaitPidfd(pidfd *os.File) error {
+	rc, err := pidfd.SyscallConn()
 	if err != nil {
-		return c.waitNoReap()
+		return err
 	}
 	var perr error
 	err = rc.Read(func(fd uintptr) bool {
@@ -80,10 +87,10 @@ func (c *osChild) awaitExit() error {
 			return err != nil || n > 0
 		}
 	})
-	if err != nil || perr != nil {
-		return c.waitNoReap()
+	if err != nil {
+		return err
 	}
-	return nil
+	return perr
 }
 
 // waitNoReap blocks until the leader exits, leaving the zombie (for old

@@ -104,7 +104,9 @@
 // its sessions do not live on as orphans. Each registry starts one small sh
 // watchdog process that holds the read end of a pipe only the host writes
 // to; when the pipe closes it SIGKILLs the registry's cgroup (and with it
-// every session cgroup inside) and every process group still listed. A
+// every session cgroup inside) and every process group still listed. If
+// the watchdog itself dies while the registry is open (someone killed
+// it), the registry starts another and lists every group again. A
 // session in a cgroup is there from its first instruction (clone3 with
 // CLONE_INTO_CGROUP), so nothing more is needed for it. A session without
 // a cgroup is listed by process group right after the fork, and its shell
@@ -122,8 +124,9 @@
 //
 // # Resources and concurrency
 //
-// Each registry holds three goroutines (sweeper, notifier, spawner thread)
-// and one watchdog process. Each session has one owner goroutine that waits
+// Each registry holds three goroutines (sweeper, notifier, spawner thread),
+// a fourth from its first spawn on (the watchdog keeper), and one watchdog
+// process. Each session has one owner goroutine that waits
 // for the exit on a pidfd
 // through the runtime's netpoller (no OS thread per idle session), plus one
 // reader goroutine per stream; read buffers are pooled and only held during

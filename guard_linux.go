@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // spawner forks every child outside a cgroup from one OS thread that lives as long as the
@@ -55,6 +58,7 @@ func (s *spawner) run(stop <-chan struct{}) {
 // Any other child is forked on the spawner thread with Pdeathsig, and its
 // process group is listed with the watchdog.
 func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
+	r.watchdog.keepAlive()
 	if spec.cgroup != nil {
 		return startChild(spec)
 	}
@@ -104,16 +108,63 @@ if [ -n "$1" ]; then
 fi
 `
 
-// watchdog is the host side of the watchdog process. Its methods are safe
+// watchdog is the host side of the watchdog process. It remembers the
+// listed process groups, and if the process dies while the registry is
+// open (someone killed it), a keeper goroutine starts another and lists
+// them again. The keeper starts with the first spawn: a registry that
+// never spawns needs none, and one waiting in the runtime poller would
+// keep a testing/synctest bubble from ever idling. Its methods are safe
 // for concurrent use and on a nil receiver (no watchdog).
 type watchdog struct {
-	cmd *exec.Cmd
+	cgroupDir string
+	stop      chan struct{} // closed by close
+	done      chan struct{} // closed when the keeper returns
 
-	mu       sync.Mutex // serialises lines and the close of lifeline
-	lifeline *os.File   // write end; nil once closed
+	mu       sync.Mutex // serialises lines, restarts and close
+	proc     *watchdogProc
+	groups   map[int]struct{} // listed process groups
+	keeping  bool             // the keeper was started
+	closed   bool
+	restarts int
+}
+
+// watchdogProc is one watchdog process and the write end of its pipe.
+type watchdogProc struct {
+	cmd      *exec.Cmd
+	lifeline *os.File // write end
+	pidfd    *os.File // nil without pidfd_open: the keeper then blocks in Wait
 }
 
 func startWatchdog(cgroupDir string) (*watchdog, error) {
+	p, err := startWatchdogProc(cgroupDir)
+	if err != nil {
+		return nil, err
+	}
+	w := &watchdog{
+		cgroupDir: cgroupDir,
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		proc:      p,
+		groups:    make(map[int]struct{}),
+	}
+	return w, nil
+}
+
+// keepAlive starts the keeper unless it runs already or the watchdog is
+// closed.
+func (w *watchdog) keepAlive() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.keeping && !w.closed {
+		w.keeping = true
+		go w.keep()
+	}
+}
+
+func startWatchdogProc(cgroupDir string) (*watchdogProc, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -127,7 +178,62 @@ func startWatchdog(cgroupDir string) (*watchdog, error) {
 		_ = w.Close()
 		return nil, fmt.Errorf("bgexec: start watchdog: %w", err)
 	}
-	return &watchdog{cmd: cmd, lifeline: w}, nil
+	p := &watchdogProc{cmd: cmd, lifeline: w}
+	if fd, err := unix.PidfdOpen(cmd.Process.Pid, unix.PIDFD_NONBLOCK); err == nil {
+		p.pidfd = os.NewFile(uintptr(fd), "pidfd")
+	}
+	return p, nil
+}
+
+// reap waits for the process to end and reaps it. The lifeline is the
+// watchdog's to close, under its lock.
+func (p *watchdogProc) reap() {
+	if p.pidfd != nil {
+		_ = awaitPidfd(p.pidfd) // in the runtime poller: no thread held
+		_ = p.pidfd.Close()
+	}
+	_ = p.cmd.Wait()
+}
+
+// keep waits for the watchdog process to end. Unless close ended it, it
+// starts another one and lists every group again; if that fails it tries
+// again every second.
+func (w *watchdog) keep() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		p := w.proc
+		w.mu.Unlock()
+		if p != nil {
+			p.reap()
+		}
+		w.mu.Lock()
+		if p != nil && p.lifeline != nil {
+			_ = p.lifeline.Close()
+			p.lifeline = nil
+		}
+		w.proc = nil
+		if w.closed {
+			w.mu.Unlock()
+			return
+		}
+		np, err := startWatchdogProc(w.cgroupDir)
+		if err == nil {
+			w.restarts++
+			w.proc = np
+			for g := range w.groups {
+				_, _ = np.lifeline.Write([]byte("+ " + strconv.Itoa(g) + "\n"))
+			}
+		}
+		w.mu.Unlock()
+		if err != nil {
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
 }
 
 func (w *watchdog) send(op string, pgid int) {
@@ -136,8 +242,16 @@ func (w *watchdog) send(op string, pgid int) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.lifeline != nil {
-		_, _ = w.lifeline.Write([]byte(op + " " + strconv.Itoa(pgid) + "\n"))
+	if w.closed {
+		return
+	}
+	if op == "+" {
+		w.groups[pgid] = struct{}{}
+	} else {
+		delete(w.groups, pgid)
+	}
+	if w.proc != nil && w.proc.lifeline != nil {
+		_, _ = w.proc.lifeline.Write([]byte(op + " " + strconv.Itoa(pgid) + "\n"))
 	}
 }
 
@@ -148,16 +262,40 @@ func (w *watchdog) watch(pgid int) { w.send("+", pgid) }
 // while the pgid cannot be reused.
 func (w *watchdog) forget(pgid int) { w.send("-", pgid) }
 
-// close ends the watchdog (it finds nothing left to kill) and reaps it.
+// pid is the current watchdog process's pid, or 0 between a death and its
+// replacement.
+func (w *watchdog) pid() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.proc == nil {
+		return 0
+	}
+	return w.proc.cmd.Process.Pid
+}
+
+// close ends the watchdog (it finds nothing left to kill) and waits for
+// the keeper, which reaps it.
 func (w *watchdog) close() {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
-	if w.lifeline != nil {
-		_ = w.lifeline.Close()
-		w.lifeline = nil
+	if w.closed {
+		w.mu.Unlock()
+		return
 	}
+	w.closed = true
+	close(w.stop)
+	p := w.proc
+	if p != nil {
+		_ = p.lifeline.Close()
+		p.lifeline = nil
+	}
+	keeping := w.keeping
 	w.mu.Unlock()
-	_ = w.cmd.Wait()
+	if keeping {
+		<-w.done // the keeper reaps it
+	} else if p != nil {
+		p.reap()
+	}
 }

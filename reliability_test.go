@@ -883,7 +883,23 @@ func helperOwnRegistry(rest []string) int {
 			fmt.Printf("%s-%s %d\n", s.name, k, pids[k])
 		}
 	}
-	fmt.Printf("watchdog %d\n", reg.watchdog.cmd.Process.Pid)
+	if len(rest) > 1 && rest[1] == "kill-watchdog" {
+		// Someone kills the watchdog: the registry must start another one
+		// that knows every group.
+		old := reg.watchdog.pid()
+		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+			fmt.Fprintln(os.Stderr, "kill watchdog:", err)
+			return 1
+		}
+		for p := reg.watchdog.pid(); p == old || p == 0; p = reg.watchdog.pid() {
+			if ctx.Err() != nil {
+				fmt.Fprintln(os.Stderr, "no new watchdog")
+				return 1
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	fmt.Printf("watchdog %d\n", reg.watchdog.pid())
 	if reg.cgroups != nil {
 		fmt.Printf("cgroup %s\n", reg.cgroups.dir)
 	}
@@ -901,13 +917,19 @@ func TestParentDeathKillsSessions(t *testing.T) {
 			}
 			parentDeath(t, mode)
 		})
+		t.Run("with containment "+mode+", after the watchdog was killed", func(t *testing.T) {
+			if mode == "auto" && !haveCgroups {
+				t.Skip("cgroup v2 containment is not available here")
+			}
+			parentDeath(t, mode, "kill-watchdog")
+		})
 	}
 }
 
 // parentDeath runs the own-registry helper, SIGKILLs it once its sessions
 // run, and checks what outlives it.
-func parentDeath(t *testing.T, mode string) {
-	cmd := exec.Command(os.Args[0], "own-registry", mode)
+func parentDeath(t *testing.T, mode string, extra ...string) {
+	cmd := exec.Command(os.Args[0], append([]string{"own-registry", mode}, extra...)...)
 	cmd.Env = append(os.Environ(), helperEnv+"=1")
 	cmd.Stderr = os.Stderr
 	// Our own pipe, not StdoutPipe: Wait must not close it under the reader.
