@@ -125,7 +125,9 @@ func TestKilledCgroupsAreNotReused(t *testing.T) {
 	}
 	reg := newTestRegistry(t, Config{Containment: ContainmentRequired, KillGrace: 100 * time.Millisecond})
 	sc := reg.Scope("a")
-	id := startBackground(t, sc, &ExecRequest{Command: "exec " + helper("ignore-term")})
+	// The setsid escaper ignores SIGTERM and is outside the process group,
+	// so only the cgroup kill ends it: that kill is certain to happen.
+	id := startBackground(t, sc, &ExecRequest{Command: "setsid " + helper("ignore-term") + " >/dev/null & exec " + helper("ignore-term")})
 	waitFor(t, sc, id, "ready")
 	s := sessionOf(reg, id)
 	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
