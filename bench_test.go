@@ -193,12 +193,20 @@ func timeSide(f func(), d *[]time.Duration, cpu *time.Duration, objs, bytes *uin
 // run measures one iteration, alternating which side goes first so neither
 // always follows the other's garbage or cache state.
 func (p *benchPair) run(i int, raw, lib func()) {
+	alternate(i,
+		func() { timeSide(raw, &p.raw, &p.rawCPU, &p.rawObjs, &p.rawBytes) },
+		func() { timeSide(lib, &p.lib, &p.libCPU, &p.libObjs, &p.libBytes) })
+}
+
+// alternate runs raw then lib on even iterations and lib then raw on odd
+// ones, so neither side always follows the other.
+func alternate(i int, raw, lib func()) {
 	if i%2 == 0 {
-		timeSide(raw, &p.raw, &p.rawCPU, &p.rawObjs, &p.rawBytes)
-		timeSide(lib, &p.lib, &p.libCPU, &p.libObjs, &p.libBytes)
+		raw()
+		lib()
 	} else {
-		timeSide(lib, &p.lib, &p.libCPU, &p.libObjs, &p.libBytes)
-		timeSide(raw, &p.raw, &p.rawCPU, &p.rawObjs, &p.rawBytes)
+		lib()
+		raw()
 	}
 }
 
@@ -804,13 +812,7 @@ func BenchmarkLatency(b *testing.B) {
 				exited := awaitExitEvent(b, benchSessionPid(reg))
 				lib = append(lib, time.Duration(<-ret-exited))
 			}
-			if i%2 == 0 {
-				rawOne()
-				libOne()
-			} else {
-				libOne()
-				rawOne()
-			}
+			alternate(i, rawOne, libOne)
 		}
 		reportLatency(b, raw, lib)
 	})
@@ -840,13 +842,7 @@ func BenchmarkLatency(b *testing.B) {
 				}
 				lib = append(lib, time.Duration(t-parseStamp(b, res.Details.Aggregated)))
 			}
-			if i%2 == 0 {
-				rawOne()
-				libOne()
-			} else {
-				libOne()
-				rawOne()
-			}
+			alternate(i, rawOne, libOne)
 		}
 		reportLatency(b, raw, lib)
 	})
@@ -947,13 +943,7 @@ func BenchmarkLatency(b *testing.B) {
 					o := <-got
 					lib = append(lib, time.Duration(o.t-parseStamp(b, o.text)))
 				}
-				if i%2 == 0 {
-					rawOne()
-					libOne()
-				} else {
-					libOne()
-					rawOne()
-				}
+				alternate(i, rawOne, libOne)
 			}
 			b.StopTimer()
 			reportLatency(b, raw, lib)
