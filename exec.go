@@ -166,18 +166,15 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 
 // run registers and starts s, then applies the yield state machine of SPEC §3.3.
 func (sc *Scope) run(ctx context.Context, s *session, background bool, yield time.Duration, synchronous bool, warnings []string) (*Result, error) {
+	// An explicit background run is backgrounded before its owner starts,
+	// so no exit, however early, can make it a foreground run: it always
+	// returns "running", and its end is reported like any other.
+	s.backgrounded = background
 	sc.reg.add(s)
 	s.start()
 	sc.reg.spawnDone()
 	if background {
-		if r := sc.background(s, warnings); r != nil {
-			return r, nil
-		}
-		// It ended before it could be marked backgrounded: report it in
-		// the foreground, as when the yield window closes on an exit.
-		<-s.done
-		sc.reg.forget(s)
-		return finishedResult(s, warnings), nil
+		return runningResult(s, warnings), nil
 	}
 	var yieldC <-chan time.Time
 	if !synchronous {
@@ -211,6 +208,13 @@ func (sc *Scope) background(s *session, warnings []string) *Result {
 		return nil
 	}
 	s.backgrounded = true
+	s.mu.Unlock()
+	return runningResult(s, warnings)
+}
+
+// runningResult is the result of a backgrounded session.
+func runningResult(s *session, warnings []string) *Result {
+	s.mu.Lock()
 	tail := s.out.agg.tail(tailChars)
 	s.mu.Unlock()
 	text := fmt.Sprintf("Command still running (session %s, pid %d). Use process (list/poll/log/write/kill/clear/remove) for follow-up.", s.id, s.pid)

@@ -1,11 +1,11 @@
 package bgexec
 
-// Regression tests for the bugs found by the reliability suite. They fail
-// (or panic) before /tmp/rel/fix.patch and pass after it.
+// Regression tests: each failed (or panicked) before the fix it names.
 
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -86,5 +86,28 @@ func TestSessionIDsAreNotReissued(t *testing.T) {
 		j, dup := seen[id]
 		require.False(t, dup, "session id %q of session #%d reissued to session #%d", id, j, i)
 		seen[id] = i
+	}
+}
+
+// TestBackgroundAlwaysReturnsRunning starts commands that have already
+// exited by the time Exec marks them: background:true must still return
+// "running" and keep the session, never a foreground "completed" result.
+func TestBackgroundAlwaysReturnsRunning(t *testing.T) {
+	reg, err := NewRegistry(Config{JobTTLMs: 60000})
+	require.NoError(t, err)
+	defer reg.Close(context.Background())
+	reg.spawn = func(*spawnSpec) (*spawned, error) {
+		r, w := io.Pipe()
+		f := &fakeChild{out: w, exited: make(chan struct{})}
+		f.exit(0) // gone before the session is even started
+		return &spawned{child: f, outputs: []io.Reader{r}}, nil
+	}
+	sc := reg.Scope("a")
+	for i := range 2000 {
+		res := mustExec(t, sc, &ExecRequest{Command: "fake", Background: true})
+		require.Equal(t, StatusRunning, res.Details.Status, "exec #%d: %s", i, res.Text())
+		require.NotEmpty(t, res.Details.SessionID, "exec #%d", i)
+		mustProcess(t, sc, &ProcessRequest{Action: "wait", SessionID: res.Details.SessionID, Timeout: ptr(Number(20000))})
+		mustProcess(t, sc, &ProcessRequest{Action: "clear", SessionID: res.Details.SessionID})
 	}
 }
