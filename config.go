@@ -119,8 +119,15 @@ type Config struct {
 	// Ask is the configured approval mode: "off" (default), "on-miss" or
 	// "always". A call may only make it stricter.
 	Ask string
-	// Allowlist lists command verbs (first word, e.g. "git", "npm") that run
-	// without approval under security "allowlist".
+	// Allowlist lists the programs that run without approval under security
+	// "allowlist" (and that skip the Approver under ask "on-miss"). An entry
+	// is a name ("git", "npm"), which matches that command name or an
+	// absolute path to the same file on PATH, or an absolute path. The
+	// command line is parsed as shell, and every command in it (in
+	// pipelines, lists, substitutions, subshells, function bodies …) must
+	// match; constructs whose program is only known at run time (eval, sh
+	// -c, $cmd, xargs, output redirections to files …) never do. See the
+	// package documentation's "Approvals" section.
 	Allowlist []string
 	// Approver decides commands that need approval (ask "always", or "on-miss"
 	// for commands not on the allowlist). Nil refuses them.
@@ -207,7 +214,8 @@ type settings struct {
 	workdir        string
 	backgroundOff  bool
 	marker         string
-	host           string
+	host           string // where commands run: "gateway"
+	hostSetting    string // the configured value: "auto" or the host
 	security       securityLevel
 	ask            askMode
 	allowlist      []string
@@ -283,6 +291,10 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 		s.workdir = c.Workdir
 	}
 	var err error
+	s.hostSetting = strings.ToLower(strings.TrimSpace(c.Host))
+	if s.hostSetting == "" {
+		s.hostSetting = "auto"
+	}
 	if s.host, err = resolveHost(c.Host); err != nil {
 		return s, err
 	}

@@ -137,11 +137,40 @@
 // call), and is idempotent. Nothing is written to disk; sessions are lost
 // when the process exits.
 //
+// # Approvals
+//
+// Config.Security, Config.Ask and Config.Allowlist decide which commands
+// run; a call may only make the levels stricter. Under "allowlist" (and
+// for "on-miss" approvals) the command line is parsed as shell, in the
+// dialect of the configured shell (both POSIX and Bash for sh, whose
+// quoting differs between dash and bash), by mvdan.cc/sh/v3/syntax, the
+// parser behind shfmt: a line is allowlisted only when every simple
+// command anywhere in it (pipelines, lists, subshells, groups, loops,
+// function bodies, command and process substitutions, here-documents) is
+// a listed program, and the line has nothing whose effect is only known at
+// run time: a computed command name, eval, exec, source, command, builtin,
+// trap, alias; shells and interpreters given code (sh -c, python -c);
+// xargs, find -exec and other programs that run their arguments;
+// arithmetic on variables; an output redirection to a file other than
+// /dev/null; an assignment the per-call environment rules refuse (PATH=.,
+// LD_PRELOAD=…). The wrappers env, nice, nohup, setsid, stdbuf, sudo and
+// timeout pass when they and the command they wrap are listed. A line that
+// does not parse is refused with the parser's message. The [Approver] gets
+// every parsed command in [ApprovalRequest.Commands], and Allowlisted is
+// true only when the whole line is.
+//
+// The allowlist limits what the shell starts. A listed program that runs
+// other programs by its own design (make, npm, a git hook) is trusted as
+// far as its listing says. The boundary against a hostile command is the
+// sandbox host, not the policy; RELIABILITY.md's security model says what
+// each layer protects against.
+//
 // # Errors
 //
 // A tool-level failure (blank command, refused env key, unknown session,
-// non-zero exit) is a [Result] with Details.Status "failed" and a text for
-// the model. A Go error means the call could not be made: a nil request,
+// refused policy) is a [Result] with Details.Status "failed" and a text
+// for the model; a command that exits non-zero is "completed", with its
+// exit code. A Go error means the call could not be made: a nil request,
 // malformed JSON or a wrong type in [Scope.Call], a closed registry
 // ([ErrClosed]), or a context that ended first.
 //

@@ -109,8 +109,8 @@ func TestExecBadInput(t *testing.T) {
 		{"an absurd timeout", ExecRequest{Command: "true", Timeout: ptr(1e12)}, "Invalid timeout 1e+12: the largest timeout is 2592000 seconds (30 days); pass <= 0 for none."},
 		{"an unknown stdin mode", ExecRequest{Command: "true", Stdin: "socket"}, `Invalid stdin "socket": use "closed" or "pipe".`},
 		{"another host", ExecRequest{Command: "true", Host: "node"}, "exec host not allowed (requested node; configure tools.exec.host=node to allow)."},
-		{"elevation that is not enabled", ExecRequest{Command: "true", Elevated: true}, "elevated is not available right now (tools.elevated.enabled is off)."},
-		{"security deny", ExecRequest{Command: "true", Security: "deny"}, "exec denied (security=deny)."},
+		{"elevation that is not enabled", ExecRequest{Command: "true", Elevated: true}, "elevated is not available right now (runtime=gateway).\nFailing gates: enabled (tools.elevated.enabled)\nContext: session=a"},
+		{"security deny", ExecRequest{Command: "true", Security: "deny"}, "exec denied: host=gateway security=deny"},
 	}
 	for _, c := range cases {
 		t.Run(c.name+" is a failure and spawns nothing", func(t *testing.T) {

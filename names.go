@@ -43,14 +43,6 @@ func splitCommand(cmd string) []string {
 	return toks
 }
 
-// commandVerb is the first word of a command, or "".
-func commandVerb(cmd string) string {
-	if t := splitCommand(cmd); len(t) > 0 {
-		return t[0]
-	}
-	return ""
-}
-
 const maxNameTarget = 48
 
 // deriveName is the list name of a command: its verb and its target (the

@@ -3,8 +3,12 @@ package bgexec
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
+
+	"github.com/bgexec/bgexec/internal/allowlist"
+	"github.com/bgexec/bgexec/internal/envpolicy"
 )
 
 // ElevationPolicy gates elevated:true (SPEC §9). Both gates must pass.
@@ -28,8 +32,28 @@ type ApprovalRequest struct {
 	// Security and Ask are the effective (strictest) levels for this call.
 	Security string
 	Ask      string
-	// Allowlisted reports whether the command's verb is on Config.Allowlist.
+	// Commands lists every simple command the line runs, as the shell
+	// parser sees it, in source order (a command wrapped by nohup, env,
+	// timeout … follows its wrapper), each with whether it is on
+	// Config.Allowlist and, if not, why.
+	Commands []ApprovalCommand
+	// Allowlisted is true only when every command is allowlisted and the
+	// line has nothing else the allowlist refuses (an output redirection to
+	// a file, arithmetic on variables, …).
 	Allowlisted bool
+	// Reason says why the line is not allowlisted, when it is not.
+	Reason string
+}
+
+// ApprovalCommand is one simple command of a line to approve.
+type ApprovalCommand struct {
+	// Args are the command's words after quote removal; a word only known
+	// at run time ($x, $(cmd)) is shown as written.
+	Args []string
+	// Allowlisted reports whether this command is on the allowlist.
+	Allowlisted bool
+	// Reason says why it is not, when it is not.
+	Reason string
 }
 
 // Approver decides whether a command may run. It may block (for example
@@ -90,19 +114,41 @@ func resolveHost(h string) (string, error) {
 	}
 }
 
-// checkPolicy applies SPEC §9 to one call. It returns a model-facing refusal
-// text, or "" when the command may run.
+// newAllowlist builds the allowlist checker of a registry: entries from
+// the configuration, the dialect of the configured shell, names resolved on
+// PATH, and assignment keys vetted by the per-call environment rules.
+func newAllowlist(st *settings, env envpolicy.Policy) *allowlist.Checker {
+	return &allowlist.Checker{
+		Entries:  st.allowlist,
+		Shell:    st.shell,
+		LookPath: exec.LookPath,
+		AssignKey: func(key string) string {
+			if msg := env.ValidateOverrides(map[string]string{key: "x"}); msg != "" {
+				return fmt.Sprintf("the assignment to %s is refused (%s)", key, strings.TrimSuffix(msg, "."))
+			}
+			return ""
+		},
+	}
+}
+
+// checkPolicy applies the host, elevation, security and approval rules to
+// one call. It returns a model-facing refusal text, or "" when the command
+// may run.
 func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) (string, error) {
 	st := &sc.reg.cfg
-	if h := strings.ToLower(strings.TrimSpace(req.Host)); h != "" && h != "auto" && h != st.host {
+	if h := strings.ToLower(strings.TrimSpace(req.Host)); h != "" && h != st.hostSetting {
 		return fmt.Sprintf("exec host not allowed (requested %s; configure tools.exec.host=%s to allow).", h, h), nil
 	}
 	if req.Elevated {
+		gate := ""
 		switch {
 		case !st.elevation.Enabled:
-			return "elevated is not available right now (tools.elevated.enabled is off).", nil
+			gate = "enabled (tools.elevated.enabled)"
 		case st.elevation.Allow != nil && !st.elevation.Allow(sc.key):
-			return fmt.Sprintf("elevated is not allowed for %s (tools.elevated.allowFrom).", sc.key), nil
+			gate = "allowFrom (tools.elevated.allowFrom)"
+		}
+		if gate != "" {
+			return fmt.Sprintf("elevated is not available right now (runtime=%s).\nFailing gates: %s\nContext: session=%s", st.host, gate, sc.key), nil
 		}
 	}
 	sec, err := parseSecurity(req.Security)
@@ -115,23 +161,34 @@ func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) 
 	}
 	sec, ask = max(sec, st.security), max(ask, st.ask)
 	if sec == securityDeny {
-		return "exec denied (security=deny).", nil
+		return fmt.Sprintf("exec denied: host=%s security=deny", st.host), nil
 	}
-	listed := slices.Contains(st.allowlist, commandVerb(req.Command))
-	needAsk := ask == askAlways || (ask == askOnMiss && !listed)
+	if sec == securityFull && ask == askOff {
+		return "", nil
+	}
+	verdict, err := sc.reg.allow.Check(req.Command)
+	if err != nil {
+		return fmt.Sprintf("exec denied: the command does not parse as shell (%v). Fix the syntax and retry.", err), nil
+	}
+	listed := verdict.Allowed
 	if sec == securityAllowlist && !listed && ask == askOff {
-		return fmt.Sprintf("exec denied: %q is not on the allowlist (security=allowlist).", commandVerb(req.Command)), nil
+		return fmt.Sprintf("exec denied: %s (security=allowlist).", verdict.Reason()), nil
 	}
-	if !needAsk {
+	if ask == askOff || ask == askOnMiss && listed {
 		return "", nil
 	}
 	if st.approver == nil {
 		return "exec denied: approval required but no approver is configured.", nil
 	}
-	ok, reason, err := st.approver.Approve(ctx, &ApprovalRequest{
+	areq := &ApprovalRequest{
 		ScopeKey: sc.key, Command: req.Command, Workdir: cwd,
-		Security: securityNames[sec], Ask: askNames[ask], Allowlisted: listed,
-	})
+		Security: securityNames[sec], Ask: askNames[ask],
+		Allowlisted: listed, Reason: verdict.Reason(),
+	}
+	for _, c := range verdict.Commands {
+		areq.Commands = append(areq.Commands, ApprovalCommand{Args: c.Args, Allowlisted: c.Allowlisted, Reason: c.Reason})
+	}
+	ok, reason, err := st.approver.Approve(ctx, areq)
 	if err != nil {
 		return "", fmt.Errorf("bgexec: approval: %w", err)
 	}

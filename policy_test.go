@@ -2,6 +2,8 @@ package bgexec
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -61,7 +63,7 @@ func TestApprovalsAndElevation(t *testing.T) {
 	t.Run("a call may only make security stricter", func(t *testing.T) {
 		reg := newTestRegistry(t, Config{Security: "deny"})
 		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo hi", Security: "full"})
-		assert.Equal(t, "exec denied (security=deny).", res.Text())
+		assert.Equal(t, "exec denied: host=gateway security=deny", res.Text())
 		reg = newTestRegistry(t, Config{})
 		res = mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo hi", Ask: "always"})
 		assert.Equal(t, "exec denied: approval required but no approver is configured.", res.Text())
@@ -73,16 +75,25 @@ func TestApprovalsAndElevation(t *testing.T) {
 		res := mustExec(t, reg.Scope("agent:admin"), &ExecRequest{Command: "echo up", Elevated: true})
 		assert.Equal(t, "up", res.Text())
 		res = mustExec(t, reg.Scope("agent:guest"), &ExecRequest{Command: "echo up", Elevated: true})
-		assert.Equal(t, "elevated is not allowed for agent:guest (tools.elevated.allowFrom).", res.Text())
+		assert.Equal(t, "elevated is not available right now (runtime=gateway).\nFailing gates: allowFrom (tools.elevated.allowFrom)\nContext: session=agent:guest", res.Text())
+		reg = newTestRegistry(t, Config{})
+		res = mustExec(t, reg.Scope("agent:main:main"), &ExecRequest{Command: "echo up", Elevated: true})
+		assert.Equal(t, "elevated is not available right now (runtime=gateway).\nFailing gates: enabled (tools.elevated.enabled)\nContext: session=agent:main:main", res.Text())
 	})
-	t.Run("host auto and gateway run here", func(t *testing.T) {
+	t.Run("a per-call host must equal the configured one", func(t *testing.T) {
 		reg := newTestRegistry(t, Config{})
-		for _, h := range []string{"", "auto", "gateway", "GATEWAY"} {
+		for _, h := range []string{"", "auto", "AUTO"} {
 			res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo here", Host: h})
 			require.Equal(t, "here", res.Text(), "host %q", h)
 		}
-		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo here", Host: "sandbox"})
-		assert.Equal(t, "exec host not allowed (requested sandbox; configure tools.exec.host=sandbox to allow).", res.Text())
+		for _, h := range []string{"gateway", "sandbox", "node"} {
+			res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo here", Host: h})
+			assert.Equal(t, "exec host not allowed (requested "+h+"; configure tools.exec.host="+h+" to allow).", res.Text())
+		}
+		reg = newTestRegistry(t, Config{Host: "gateway"})
+		assert.Equal(t, "here", mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo here", Host: "gateway"}).Text())
+		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo here", Host: "auto"})
+		assert.Equal(t, "exec host not allowed (requested auto; configure tools.exec.host=auto to allow).", res.Text())
 	})
 }
 
@@ -118,5 +129,113 @@ func TestOutputCapsWithRealProcesses(t *testing.T) {
 		assert.Equal(t, "你", res.Text())
 		res = mustExec(t, sc, &ExecRequest{Command: `printf 'a\377b\n'`})
 		assert.Equal(t, "a\uFFFDb", res.Text())
+	})
+}
+
+// TestAllowlistBypassesRunNothing sends the payloads that got past the old
+// first-word check to a real registry: each must be refused, with nothing
+// spawned and no marker file written. Under ask on-miss the approver must
+// be asked about each, and be told the truth.
+func TestAllowlistBypassesRunNothing(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "pwned")
+	payloads := []string{
+		"ls; touch " + marker,
+		"ls && touch " + marker,
+		"ls || touch " + marker,
+		"ls $(touch " + marker + ")",
+		"echo `touch " + marker + "`",
+		"ls | sh -c 'touch " + marker + "'",
+		"ls > " + marker,
+		"ls\ntouch " + marker,
+		`"ls" && touch ` + marker,
+		"ls & touch " + marker,
+		"(touch " + marker + ")",
+		"{ touch " + marker + "; }",
+		"echo <(touch " + marker + ")",
+		"echo <<EOF\n$(touch " + marker + ")\nEOF",
+		"f() { touch " + marker + "; }; f",
+		"ls() { touch " + marker + "; }; ls",
+		"X=touch; $X " + marker,
+		"eval touch " + marker,
+		"echo " + marker + " | xargs touch",
+		"x='a[$(touch " + marker + ")]'; echo $((x))",
+		"PATH=" + dir + " ls",
+	}
+	// One echo to bash, but dash runs the touch: refused under sh only.
+	dialect := "echo $'\\' ; touch " + marker + " ;\n echo '"
+	for _, shell := range []string{"/bin/sh", "bash"} {
+		reg := newTestRegistry(t, Config{Shell: shell, Security: "allowlist", Allowlist: []string{"ls", "echo"}})
+		sc := reg.Scope("a")
+		before := children(t)
+		for _, p := range append(payloads, dialect) {
+			res := mustExec(t, sc, &ExecRequest{Command: p, Workdir: dir})
+			if p == dialect && shell == "bash" {
+				assert.Equal(t, StatusCompleted, res.Details.Status, res.Text())
+				continue
+			}
+			assert.Equal(t, StatusFailed, res.Details.Status, "%s: %q ran: %s", shell, p, res.Text())
+			assert.True(t, strings.HasPrefix(res.Text(), "exec denied: "), "%s: %q: %s", shell, p, res.Text())
+			_, err := os.Stat(marker)
+			require.True(t, os.IsNotExist(err), "%s: %q wrote the marker", shell, p)
+		}
+		assert.ElementsMatch(t, before, children(t), "%s: nothing was spawned", shell)
+		assert.Equal(t, "No running or recent sessions.", mustProcess(t, sc, &ProcessRequest{Action: "list"}).Text())
+	}
+
+	t.Run("lines that only run listed commands still run", func(t *testing.T) {
+		reg := newTestRegistry(t, Config{Security: "allowlist", Allowlist: []string{"ls", "echo", "grep"}})
+		sc := reg.Scope("a")
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "x-file"), nil, 0o644))
+		for line, want := range map[string]string{
+			"ls " + dir + " | grep x-": "x-file",
+			`echo "a; b"`:              "a; b",
+			"FOO=1 echo ok":            "ok",
+			"ls " + dir + " >/dev/null 2>&1 && echo quiet": "quiet",
+		} {
+			res := mustExec(t, sc, &ExecRequest{Command: line})
+			assert.Equal(t, StatusCompleted, res.Details.Status, "%q: %s", line, res.Text())
+			assert.Equal(t, want, res.Text(), line)
+		}
+	})
+
+	t.Run("on-miss asks the approver about each bypass and says it is not allowlisted", func(t *testing.T) {
+		a := &approver{}
+		reg := newTestRegistry(t, Config{Security: "allowlist", Ask: "on-miss", Allowlist: []string{"ls", "echo"}, Approver: a})
+		sc := reg.Scope("a")
+		for i, p := range payloads[:6] {
+			res := mustExec(t, sc, &ExecRequest{Command: p})
+			assert.Equal(t, "exec denied: the operator said no.", res.Text(), p)
+			assert.Equal(t, int32(i+1), a.calls.Load(), "%q was not sent to the approver", p)
+			assert.False(t, a.last.Load().Allowlisted, p)
+			assert.NotEmpty(t, a.last.Load().Reason, p)
+		}
+		mustExec(t, sc, &ExecRequest{Command: "ls | ls"})
+		assert.Equal(t, int32(6), a.calls.Load(), "a fully listed line needs no approval")
+	})
+
+	t.Run("ask always shows the approver every parsed command", func(t *testing.T) {
+		a := &approver{allow: true}
+		reg := newTestRegistry(t, Config{Ask: "always", Allowlist: []string{"echo"}, Approver: a})
+		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo one && printf '%s' two"})
+		assert.Equal(t, "one\ntwo", res.Text())
+		req := a.last.Load()
+		assert.False(t, req.Allowlisted)
+		assert.Equal(t, `"printf" is not on the allowlist`, req.Reason)
+		assert.Equal(t, []ApprovalCommand{
+			{Args: []string{"echo", "one"}, Allowlisted: true},
+			{Args: []string{"printf", "%s", "two"}, Reason: `"printf" is not on the allowlist`},
+		}, req.Commands)
+	})
+
+	t.Run("a line that does not parse is refused with the parser's message", func(t *testing.T) {
+		a := &approver{allow: true}
+		reg := newTestRegistry(t, Config{Shell: "bash", Ask: "always", Approver: a})
+		before := children(t)
+		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo 'unterminated"})
+		assert.Equal(t, StatusFailed, res.Details.Status)
+		assert.Equal(t, "exec denied: the command does not parse as shell (bash syntax: 1:6: reached EOF without closing quote `'`). Fix the syntax and retry.", res.Text())
+		assert.Zero(t, a.calls.Load())
+		assert.ElementsMatch(t, before, children(t))
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/allowlist"
 	"github.com/bgexec/bgexec/internal/envpolicy"
 )
 
@@ -21,6 +22,7 @@ var ErrClosed = errors.New("bgexec: registry closed")
 type Registry struct {
 	cfg    settings
 	env    envpolicy.Policy
+	allow  *allowlist.Checker // the allowlist, parsed per call
 	chunks chunkPool
 	spawn  func(*spawnSpec) (*spawned, error) // spawnContained; tests substitute fakes
 
@@ -79,6 +81,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	r := &Registry{
 		cfg:       st,
 		env:       pol,
+		allow:     newAllowlist(&st, pol),
 		stop:      make(chan struct{}),
 		sweepKick: make(chan struct{}, 1),
 		noteKick:  make(chan struct{}, 1),

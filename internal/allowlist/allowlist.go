@@ -1,0 +1,565 @@
+// Package allowlist decides whether a shell command line runs only
+// programs on an allowlist.
+//
+// The line is parsed with mvdan.cc/sh/v3/syntax, the shell parser behind
+// shfmt, in the dialect of the shell that will run it (both POSIX and Bash
+// when that shell is sh, because /bin/sh is dash on some systems and bash on
+// others, and the two disagree on quoting). Every simple command anywhere in
+// the line counts: in pipelines, lists, subshells, groups, loops,
+// conditionals, function bodies, command and process substitutions and
+// here-documents. A line is allowed only when every one of them is known
+// statically and listed.
+//
+// What is never allowed, because the program it runs is only known at run
+// time: a command name that is not a plain word ($x, $(x), globs, ~);
+// eval, exec, source and ".", command, builtin, trap, alias, enable, hash,
+// fc, let; shells (sh -c, bash script.sh); interpreters given inline code
+// (python -c, perl -e, node -e …); awk; sed scripts with the e command or
+// the w command or flag; programs that run their arguments as a command
+// (xargs, find -exec, watch, flock, chroot, su …); git -c and
+// git --exec-path; arithmetic that reads variables (bash evaluates
+// a[$(cmd)] inside a variable's value); indirect and @-transform parameter
+// expansions; function definitions that shadow a listed name; variable
+// declarations other than a listed export of accepted keys. Output
+// redirections to files other than /dev/null, and any redirection to or
+// from /dev/tcp or /dev/udp, are not allowed either.
+//
+// The wrappers env, nice, nohup, setsid, stdbuf, sudo and timeout are
+// allowed when they are listed themselves and the command they wrap passes
+// the same check.
+//
+// The check is about what the shell starts. A listed program that starts
+// other programs on its own (make, npm, a git hook) is trusted as the
+// operator who listed it trusts it.
+package allowlist
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Checker checks command lines against a list of allowed programs. Its
+// zero value allows nothing. It is safe for concurrent use once set up.
+type Checker struct {
+	// Entries are the allowed programs: bare names ("ls") match a command
+	// of that name, or a command given by an absolute path that is the
+	// same file as the name found on PATH; absolute paths match commands
+	// that resolve to the same file. A relative path ("./ls") matches
+	// nothing.
+	Entries []string
+	// Shell is the shell that will run the line ("bash", "/bin/sh" …); it
+	// picks the parser dialects. Empty means sh.
+	Shell string
+	// LookPath resolves a command name on PATH; nil means no name resolves
+	// (names then match by name only).
+	LookPath func(name string) (string, error)
+	// AssignKey vets the key of a variable assignment (FOO=1 cmd, FOO=1):
+	// it returns "" to accept it, else the reason it is refused. Nil
+	// accepts every key.
+	AssignKey func(key string) string
+}
+
+// Command is one simple command of a checked line.
+type Command struct {
+	// Args are its words: their values where known statically, else the
+	// source text as written.
+	Args []string
+	// Allowlisted reports whether this command may run.
+	Allowlisted bool
+	// Reason says why it may not, when Allowlisted is false.
+	Reason string
+}
+
+// Verdict is the outcome of a check.
+type Verdict struct {
+	// Commands lists every simple command of the line, in source order
+	// (a wrapped command follows its wrapper).
+	Commands []Command
+	// Problems are reasons that belong to no single command (a redirection
+	// of a group, arithmetic on variables, a function definition).
+	Problems []string
+	// Allowed is true when every command is allowlisted and there are no
+	// problems.
+	Allowed bool
+}
+
+// Reason is the first reason the line is not allowed, or "".
+func (v *Verdict) Reason() string {
+	if v.Allowed {
+		return ""
+	}
+	for _, c := range v.Commands {
+		if !c.Allowlisted {
+			return c.Reason
+		}
+	}
+	if len(v.Problems) > 0 {
+		return v.Problems[0]
+	}
+	return "the line runs no command"
+}
+
+// ParseError is a line that does not parse as shell.
+type ParseError struct {
+	Dialect string // "bash" or "posix"
+	Err     error
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("%s syntax: %v", e.Dialect, e.Err) }
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// Check parses line and reports what it runs. A line that does not parse
+// in one of the shell's dialects is a *ParseError. The commands reported
+// are those of the first dialect; the line is allowed only when every
+// dialect allows it.
+func (c *Checker) Check(line string) (Verdict, error) {
+	var first Verdict
+	for i, lang := range c.dialects() {
+		f, err := syntax.NewParser(syntax.Variant(lang), syntax.KeepComments(false)).Parse(strings.NewReader(line), "")
+		if err != nil {
+			return Verdict{}, &ParseError{Dialect: lang.String(), Err: err}
+		}
+		w := walker{c: c, src: line, handled: map[*syntax.CallExpr]bool{}}
+		w.file(f)
+		v := Verdict{Commands: w.cmds, Problems: w.problems}
+		v.Allowed = len(v.Commands) > 0 && len(v.Problems) == 0 &&
+			!slices.ContainsFunc(v.Commands, func(c Command) bool { return !c.Allowlisted })
+		if i == 0 {
+			first = v
+		} else if !v.Allowed && first.Allowed {
+			// The other dialect sees something else: report its view.
+			first = v
+		}
+	}
+	return first, nil
+}
+
+func (c *Checker) dialects() []syntax.LangVariant {
+	switch base := filepath.Base(c.Shell); base {
+	case "bash", "rbash":
+		return []syntax.LangVariant{syntax.LangBash}
+	case "mksh", "ksh":
+		return []syntax.LangVariant{syntax.LangMirBSDKorn, syntax.LangPOSIX}
+	default:
+		// sh, dash, ash and anything unknown: both readings must allow it.
+		return []syntax.LangVariant{syntax.LangPOSIX, syntax.LangBash}
+	}
+}
+
+// walker collects the commands and problems of one parsed line.
+type walker struct {
+	c        *Checker
+	src      string
+	cmds     []Command
+	problems []string
+	handled  map[*syntax.CallExpr]bool
+}
+
+func (w *walker) file(f *syntax.File) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			w.stmt(n)
+		case *syntax.CallExpr:
+			if !w.handled[n] {
+				w.call(n)
+			}
+		case *syntax.FuncDecl:
+			if n.Name != nil && w.c.listed(n.Name.Value) {
+				w.problem(fmt.Sprintf("a function named %q would shadow the listed command", n.Name.Value))
+			}
+			for _, l := range n.Names {
+				if w.c.listed(l.Value) {
+					w.problem(fmt.Sprintf("a function named %q would shadow the listed command", l.Value))
+				}
+			}
+		case *syntax.DeclClause:
+			w.decl(n)
+		case *syntax.LetClause:
+			w.problem("let evaluates arithmetic, which can run code in bash")
+		case *syntax.ArithmCmd:
+			w.arith(n.X)
+		case *syntax.ArithmExp:
+			w.arith(n.X)
+		case *syntax.CStyleLoop:
+			w.arith(n.Init)
+			w.arith(n.Cond)
+			w.arith(n.Post)
+		case *syntax.ParamExp:
+			w.param(n)
+		case *syntax.TestClause:
+			w.test(n.X)
+		case *syntax.Assign:
+			if n.Index != nil {
+				w.arith(n.Index)
+			}
+		case *syntax.ExtGlob:
+			// A pattern, not a command; fine as an argument.
+		}
+		return true
+	})
+}
+
+// stmt checks one statement's redirections; a simple command is checked
+// here so the redirections can be charged to it.
+func (w *walker) stmt(s *syntax.Stmt) {
+	idx := -1
+	if call, ok := s.Cmd.(*syntax.CallExpr); ok {
+		idx = w.call(call)
+	}
+	for _, r := range s.Redirs {
+		reason := w.redirect(r)
+		if reason == "" {
+			continue
+		}
+		if idx >= 0 {
+			w.refuse(idx, reason)
+		} else {
+			w.problem(reason)
+		}
+	}
+}
+
+// redirect returns why a redirection is not allowed, or "".
+func (w *walker) redirect(r *syntax.Redirect) string {
+	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return "" // the body's substitutions are walked as words
+	}
+	target, static := w.value(r.Word, false)
+	if !static {
+		return fmt.Sprintf("redirection target %s is only known at run time", w.text(r.Word))
+	}
+	if strings.HasPrefix(target, "/dev/tcp/") || strings.HasPrefix(target, "/dev/udp/") {
+		return fmt.Sprintf("redirection to %q opens a network connection", target)
+	}
+	switch r.Op {
+	case syntax.RdrIn:
+		return ""
+	case syntax.DplIn, syntax.DplOut:
+		if isFD(target) {
+			return ""
+		}
+		if r.Op == syntax.DplIn {
+			return ""
+		}
+	}
+	if target == "/dev/null" {
+		return ""
+	}
+	return fmt.Sprintf("output redirection to %q is not allowlisted (only /dev/null is)", target)
+}
+
+func isFD(s string) bool {
+	s = strings.TrimSuffix(s, "-")
+	if s == "" {
+		return true // ">&-" closes
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// call records one simple command (and what a wrapper runs) and returns
+// its index, or -1 for a bare assignment.
+func (w *walker) call(ce *syntax.CallExpr) int {
+	w.handled[ce] = true
+	for _, a := range ce.Assigns {
+		w.assign(a)
+	}
+	if len(ce.Args) == 0 {
+		return -1
+	}
+	return w.argv(ce.Args)
+}
+
+func (w *walker) assign(a *syntax.Assign) {
+	if a.Name == nil {
+		return
+	}
+	key := a.Name.Value
+	if strings.HasPrefix(key, "BASH") || key == "EXECIGNORE" {
+		w.problem(fmt.Sprintf("assignment to %s changes how bash finds or runs commands", key))
+		return
+	}
+	if w.c.AssignKey != nil {
+		if reason := w.c.AssignKey(key); reason != "" {
+			w.problem(reason)
+		}
+	}
+}
+
+// argv records the command made of words and returns its index.
+func (w *walker) argv(words []*syntax.Word) int {
+	args := make([]string, len(words))
+	for i, wd := range words {
+		v, ok := w.value(wd, false)
+		if !ok {
+			v = w.text(wd)
+		}
+		args[i] = v
+	}
+	idx := len(w.cmds)
+	w.cmds = append(w.cmds, Command{Args: args, Allowlisted: true})
+	name, static := w.value(words[0], true)
+	if !static {
+		w.refuse(idx, fmt.Sprintf("the command name %s is only known at run time", w.text(words[0])))
+		return idx
+	}
+	if !w.c.listed(name) {
+		w.refuse(idx, fmt.Sprintf("%q is not on the allowlist", name))
+	}
+	if reason, inner := w.runner(name, words); reason != "" {
+		w.refuse(idx, reason)
+	} else if inner > 0 {
+		w.argv(words[inner:])
+	} else if inner < 0 {
+		w.refuse(idx, fmt.Sprintf("%q wraps no command this check can read", name))
+	}
+	return idx
+}
+
+func (w *walker) refuse(idx int, reason string) {
+	if w.cmds[idx].Allowlisted {
+		w.cmds[idx].Allowlisted = false
+		w.cmds[idx].Reason = reason
+	}
+}
+
+func (w *walker) problem(reason string) { w.problems = append(w.problems, reason) }
+
+// decl handles export, declare, local, readonly, typeset and nameref.
+func (w *walker) decl(d *syntax.DeclClause) {
+	variant := d.Variant.Value
+	if variant != "export" || !w.c.listed("export") {
+		w.problem(fmt.Sprintf("%s declares variables, which is not allowlisted", variant))
+		return
+	}
+	for _, a := range d.Args {
+		if a.Name == nil || a.Naked && a.Value != nil {
+			w.problem("export with options or computed names is not allowlisted")
+			continue
+		}
+		w.assign(a)
+	}
+}
+
+// arith refuses arithmetic that reads anything but number literals: in
+// bash, evaluating a variable whose value is a[$(cmd)] runs cmd.
+func (w *walker) arith(x syntax.ArithmExpr) {
+	if x == nil {
+		return
+	}
+	ok := true
+	syntax.Walk(x, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Word:
+			if lit := n.Lit(); lit == "" || !isNumber(lit) {
+				ok = false
+			}
+			return false
+		case *syntax.ParamExp:
+			ok = false
+			return false
+		case *syntax.UnaryArithm:
+			if n.Op == syntax.Inc || n.Op == syntax.Dec {
+				ok = false
+			}
+		case *syntax.BinaryArithm:
+			if n.Op >= syntax.Assgn && n.Op <= syntax.ShrAssgn {
+				ok = false
+			}
+		}
+		return true
+	})
+	if !ok {
+		w.problem("arithmetic on variables is not allowlisted (bash can run code named in a variable's value)")
+	}
+}
+
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '#' || r == '_' || r == '@') {
+			return false
+		}
+	}
+	// Starts with a digit: 10, 0x1f, 2#101. A leading letter is a name.
+	return s[0] >= '0' && s[0] <= '9'
+}
+
+func (w *walker) param(p *syntax.ParamExp) {
+	switch {
+	case p.Excl && p.Names == 0:
+		w.problem("indirect expansion ${!…} is not allowlisted (its target is only known at run time)")
+	case p.Exp != nil && p.Exp.Op == syntax.OtherParamOps:
+		w.problem("${…@…} transformations are not allowlisted (@P expands prompts, which runs commands)")
+	}
+	if p.Index != nil {
+		if wd, ok := p.Index.(*syntax.Word); ok && (wd.Lit() == "@" || wd.Lit() == "*") {
+			return
+		}
+		w.arith(p.Index)
+	}
+	if p.Slice != nil {
+		w.arith(p.Slice.Offset)
+		w.arith(p.Slice.Length)
+	}
+}
+
+// test refuses [[ ]] operators that evaluate arithmetic or variable names.
+func (w *walker) test(x syntax.TestExpr) {
+	syntax.Walk(x, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.BinaryTest:
+			switch n.Op {
+			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+				for _, side := range []syntax.TestExpr{n.X, n.Y} {
+					if wd, ok := side.(*syntax.Word); !ok || !isNumber(wd.Lit()) {
+						w.problem("[[ ]] arithmetic comparisons of anything but numbers are not allowlisted")
+						return false
+					}
+				}
+			}
+		case *syntax.UnaryTest:
+			if n.Op == syntax.TsVarSet || n.Op == syntax.TsRefVar {
+				w.problem("[[ -v ]] and [[ -R ]] are not allowlisted (a subscript can run code)")
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// listed reports whether a static command name matches an entry.
+func (c *Checker) listed(name string) bool {
+	if name == "" {
+		return false
+	}
+	hasSlash := strings.Contains(name, "/")
+	if hasSlash && !filepath.IsAbs(name) {
+		return false // ./ls never matches ls
+	}
+	for _, e := range c.Entries {
+		if !hasSlash && e == name {
+			return true
+		}
+	}
+	if c.LookPath == nil {
+		return false
+	}
+	target := name
+	if !hasSlash {
+		p, err := c.LookPath(name)
+		if err != nil {
+			return false
+		}
+		target = p
+	}
+	ti, err := os.Stat(target)
+	if err != nil {
+		return false
+	}
+	for _, e := range c.Entries {
+		if e == name || strings.Contains(e, "/") && !filepath.IsAbs(e) {
+			continue
+		}
+		p := e
+		if !filepath.IsAbs(e) {
+			if p, err = c.LookPath(e); err != nil {
+				continue
+			}
+		}
+		if ei, err := os.Stat(p); err == nil && os.SameFile(ti, ei) {
+			return true
+		}
+	}
+	return false
+}
+
+// value returns a word's value after quote removal, and whether it is
+// known statically. For a command name, unquoted glob, brace and tilde
+// characters also make it not static.
+func (w *walker) value(wd *syntax.Word, name bool) (string, bool) {
+	if wd == nil {
+		return "", false
+	}
+	var b strings.Builder
+	for i, part := range wd.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			if name && (strings.ContainsAny(p.Value, "*?[{") || i == 0 && strings.HasPrefix(p.Value, "~")) {
+				return "", false
+			}
+			b.WriteString(unescape(p.Value, false))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			for _, q := range p.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(unescape(lit.Value, true))
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// unescape removes backslash quoting: outside double quotes a backslash
+// quotes any character (and a backslash-newline disappears); inside, only
+// $ ` " \ and newline.
+func unescape(s string, dquoted bool) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		next := s[i+1]
+		if dquoted && !strings.ContainsRune("$`\"\\\n", rune(next)) {
+			b.WriteByte('\\')
+			continue
+		}
+		i++
+		if next != '\n' {
+			b.WriteByte(next)
+		}
+	}
+	return b.String()
+}
+
+// text is a word as written in the line.
+func (w *walker) text(wd *syntax.Word) string {
+	if wd == nil {
+		return ""
+	}
+	start, end := int(wd.Pos().Offset()), int(wd.End().Offset())
+	if start < 0 || end > len(w.src) || start > end {
+		return "?"
+	}
+	return w.src[start:end]
+}
