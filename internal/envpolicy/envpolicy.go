@@ -1,25 +1,29 @@
-// Package envpolicy implements the environment security rules for host runs
-// (SPEC 3.4).
+// Package envpolicy implements the environment security rules for host runs.
 //
 // Three operations make up the rules:
 //
-//   - [Policy.FilterInherited] silently removes dangerous keys (for example
-//     NODE_OPTIONS, BASH_ENV, and any LD_* key) from the environment a child
-//     would inherit.
+//   - [Policy.FilterInherited] silently removes dangerous keys from the
+//     environment a child would inherit: keys that make a program load or
+//     run code, a library, a startup file or a hook named by their value
+//     (for example NODE_OPTIONS, BASH_ENV, PERLLIB, MAKEFILES, LUA_INIT and
+//     any LD_* key).
 //   - [Policy.ValidateOverrides] checks the per-call env keys before anything
 //     runs. It refuses PATH, the dropped keys and prefixes, and the
-//     override-only keys and prefixes, plus keys that are not portable
+//     override-only keys and prefixes (keys such as HOME, EDITOR, MAKEFLAGS
+//     or GIT_CONFIG_*, which steer what runs but are commonly set on purpose,
+//     so they are kept when inherited), plus keys that are not portable
 //     (^[A-Za-z_][A-Za-z0-9_]*$). A refusal is returned as the exact failure
-//     text of SPEC 3.4.
+//     text the exec tool reports.
 //   - [Policy.Merge] builds the final child environment: the filtered
 //     inherited environment, then the accepted overrides, then extra entries
 //     such as the OPENCLAW_SHELL=exec marker, which always win.
 //
-// The key lists are data kept in one place (the default* variables below).
-// [Default] returns a fresh copy that the embedding runtime may extend. Key
-// matching against the lists is ASCII case-insensitive: every list entry and
-// every portable key is ASCII, so "ld_preload" matches LD_PRELOAD while a key
-// such as "ſHELL" (with U+017F) is never taken for SHELL.
+// The key lists are data kept in one place, lists.go, with the reason for
+// each entry. [Default] returns a fresh copy that the embedding runtime may
+// extend. Key matching against the lists is ASCII case-insensitive: every
+// list entry and every portable key is ASCII, so "ld_preload" matches
+// LD_PRELOAD while a key such as "ſHELL" (with U+017F) is never taken for
+// SHELL.
 package envpolicy
 
 import (
@@ -30,56 +34,11 @@ import (
 	"unicode/utf8"
 )
 
-// defaultDroppedKeys are removed from the inherited environment and refused
-// as overrides (SPEC 3.4, first list). Never mutated; Default copies it.
-var defaultDroppedKeys = []string{
-	"NODE_OPTIONS", "NODE_PATH", "PYTHONHOME", "PYTHONPATH", "PERL5LIB",
-	"PERL5OPT", "RUBYLIB", "RUBYOPT", "BASH_ENV", "ENV", "BROWSER", "GIT_EDITOR",
-	"GIT_EXTERNAL_DIFF", "GIT_EXEC_PATH", "GIT_SEQUENCE_EDITOR", "GIT_TEMPLATE_DIR",
-	"GIT_SSL_NO_VERIFY", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "CC", "CXX",
-	"CARGO_BUILD_RUSTC", "CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER", "SHELL",
-	"SHELLOPTS", "PS4", "GCONV_PATH", "IFS", "SSLKEYLOGFILE", "JAVA_TOOL_OPTIONS",
-	"_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PYTHONBREAKPOINT", "DOTNET_STARTUP_HOOKS",
-	"DOTNET_ADDITIONAL_DEPS", "GLIBC_TUNABLES", "MAVEN_OPTS", "SBT_OPTS",
-	"GRADLE_OPTS", "ANT_OPTS",
-}
-
-// defaultDroppedPrefixes are the dropped key prefixes (SPEC 3.4). Never
-// mutated; Default copies it.
-var defaultDroppedPrefixes = []string{"DYLD_", "LD_", "BASH_FUNC_"}
-
-// defaultOverrideOnlyKeys are refused as overrides but kept when inherited
-// (SPEC 3.4, override-only list). Never mutated; Default copies it.
-var defaultOverrideOnlyKeys = []string{
-	"HOME", "GRADLE_USER_HOME", "ZDOTDIR", "GIT_SSH_COMMAND", "GIT_SSH",
-	"GIT_PROXY_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "LESSOPEN", "LESSCLOSE",
-	"PAGER", "MANPAGER", "GIT_PAGER", "EDITOR", "VISUAL", "FCEDIT", "SUDO_EDITOR",
-	"PROMPT_COMMAND", "HISTFILE", "PERL5DB", "PERL5DBCMD", "OPENSSL_CONF",
-	"OPENSSL_ENGINES", "PYTHONSTARTUP", "WGETRC", "CURL_HOME", "CLASSPATH",
-	"CGO_CFLAGS", "CGO_LDFLAGS", "GOFLAGS", "CORECLR_PROFILER_PATH", "PHPRC",
-	"PHP_INI_SCAN_DIR", "DENO_DIR", "BUN_CONFIG_REGISTRY", "YARN_RC_FILENAME",
-	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
-	"NODE_TLS_REJECT_UNAUTHORIZED", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE",
-	"SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "DOCKER_HOST",
-	"DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "DOCKER_CONTEXT", "PIP_INDEX_URL",
-	"PIP_PYPI_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE", "PIP_FIND_LINKS",
-	"PIP_TRUSTED_HOST", "UV_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL",
-	"UV_DEFAULT_INDEX", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",
-	"CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH", "GOPROXY", "GONOSUMCHECK",
-	"GONOSUMDB", "GONOPROXY", "GOPRIVATE", "GOENV", "GOPATH", "PYTHONUSERBASE",
-	"VIRTUAL_ENV", "LUA_PATH", "LUA_CPATH", "GEM_HOME", "GEM_PATH",
-	"BUNDLE_GEMFILE", "COMPOSER_HOME", "XDG_CONFIG_HOME", "AWS_CONFIG_FILE",
-}
-
-// defaultOverrideOnlyPrefixes are the override-only key prefixes (SPEC 3.4).
-// Never mutated; Default copies it.
-var defaultOverrideOnlyPrefixes = []string{"GIT_CONFIG_", "NPM_CONFIG_", "CARGO_REGISTRIES_"}
-
 // pathKey is always refused as an override, whatever the lists say. It is
 // not part of any list because it is inherited normally.
 const pathKey = "PATH"
 
-// Failure texts of SPEC 3.4 (and the NUL-value text, an addition).
+// Failure texts of the exec tool.
 const (
 	violationPrefix = "Security Violation: "
 	pathText        = "Security Violation: Custom 'PATH' variable is forbidden during host execution."
@@ -100,16 +59,16 @@ const (
 type Policy struct {
 	// DroppedKeys are removed silently from the inherited environment and refused as overrides.
 	DroppedKeys []string
-	// DroppedPrefixes likewise (DYLD_, LD_, BASH_FUNC_).
+	// DroppedPrefixes likewise (DYLD_, LD_, BASH_FUNC_, LUA_INIT_).
 	DroppedPrefixes []string
 	// OverrideOnlyKeys are refused as per-call overrides but kept when inherited.
 	OverrideOnlyKeys []string
-	// OverrideOnlyPrefixes likewise (GIT_CONFIG_, NPM_CONFIG_, CARGO_REGISTRIES_).
+	// OverrideOnlyPrefixes likewise (GIT_CONFIG_, NPM_CONFIG_, CORECLR_, ...).
 	OverrideOnlyPrefixes []string
 }
 
-// Default returns a fresh copy of the SPEC 3.4 lists; callers may append to
-// or modify it without affecting later calls.
+// Default returns a fresh copy of the default lists (see lists.go); callers
+// may append to or modify it without affecting later calls.
 func Default() Policy {
 	return Policy{
 		DroppedKeys:          slices.Clone(defaultDroppedKeys),

@@ -12,17 +12,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The lists below are copied verbatim from SPEC 3.4 so that the package data
-// is checked against the contract, not against itself.
+// The lists below are the original contract lists, copied verbatim, so that
+// the package data is checked against the contract, not against itself.
 const (
-	specDroppedKeys = `NODE_OPTIONS NODE_PATH PYTHONHOME PYTHONPATH PERL5LIB
+	contractDroppedKeys = `NODE_OPTIONS NODE_PATH PYTHONHOME PYTHONPATH PERL5LIB
   PERL5OPT RUBYLIB RUBYOPT BASH_ENV ENV BROWSER GIT_EDITOR GIT_EXTERNAL_DIFF GIT_EXEC_PATH
   GIT_SEQUENCE_EDITOR GIT_TEMPLATE_DIR GIT_SSL_NO_VERIFY GIT_SSL_CAINFO GIT_SSL_CAPATH CC CXX
   CARGO_BUILD_RUSTC CMAKE_C_COMPILER CMAKE_CXX_COMPILER SHELL SHELLOPTS PS4 GCONV_PATH IFS
   SSLKEYLOGFILE JAVA_TOOL_OPTIONS _JAVA_OPTIONS JDK_JAVA_OPTIONS PYTHONBREAKPOINT
   DOTNET_STARTUP_HOOKS DOTNET_ADDITIONAL_DEPS GLIBC_TUNABLES MAVEN_OPTS SBT_OPTS GRADLE_OPTS ANT_OPTS`
-	specDroppedPrefixes  = `DYLD_ LD_ BASH_FUNC_`
-	specOverrideOnlyKeys = `HOME GRADLE_USER_HOME ZDOTDIR GIT_SSH_COMMAND GIT_SSH
+	contractDroppedPrefixes  = `DYLD_ LD_ BASH_FUNC_`
+	contractOverrideOnlyKeys = `HOME GRADLE_USER_HOME ZDOTDIR GIT_SSH_COMMAND GIT_SSH
   GIT_PROXY_COMMAND GIT_ASKPASS SSH_ASKPASS LESSOPEN LESSCLOSE PAGER MANPAGER GIT_PAGER EDITOR VISUAL
   FCEDIT SUDO_EDITOR PROMPT_COMMAND HISTFILE PERL5DB PERL5DBCMD OPENSSL_CONF OPENSSL_ENGINES
   PYTHONSTARTUP WGETRC CURL_HOME CLASSPATH CGO_CFLAGS CGO_LDFLAGS GOFLAGS CORECLR_PROFILER_PATH PHPRC
@@ -34,11 +34,80 @@ const (
   OBJC_INCLUDE_PATH GOPROXY GONOSUMCHECK GONOSUMDB GONOPROXY GOPRIVATE GOENV GOPATH PYTHONUSERBASE
   VIRTUAL_ENV LUA_PATH LUA_CPATH GEM_HOME GEM_PATH BUNDLE_GEMFILE COMPOSER_HOME XDG_CONFIG_HOME
   AWS_CONFIG_FILE`
-	specOverrideOnlyPrefixes = `GIT_CONFIG_ NPM_CONFIG_ CARGO_REGISTRIES_`
+	contractOverrideOnlyPrefixes = `GIT_CONFIG_ NPM_CONFIG_ CARGO_REGISTRIES_`
 
 	pathViolation = "Security Violation: Custom 'PATH' variable is forbidden during host execution."
 	marker        = "OPENCLAW_SHELL=exec"
 )
+
+// The keys added to the contract lists after a review of the variables that
+// make a program load or run code chosen by their value, in list order, again
+// copied so that the package data is checked against them.
+const (
+	addedDroppedKeys = `NODE_REPL_EXTERNAL_MODULE BUN_OPTIONS BUN_INSPECT_PRELOAD
+  PYTHONEXECUTABLE PYTHONPLATLIBDIR PYTHONPYCACHEPREFIX
+  PERLLIB PERL5SHELL
+  RUBYSHELL RUBYPATH RUBYGEMS_GEMDEPS
+  BASH_LOADABLES_PATH FPATH
+  GETCONF_DIR
+  MAKEFILES CMAKE_TOOLCHAIN_FILE CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER
+  CMAKE_C_LINKER_LAUNCHER CMAKE_CXX_LINKER_LAUNCHER
+  CPP GCC_EXEC_PREFIX COMPILER_PATH GCC_COMPARE_DEBUG CCC_OVERRIDE_OPTIONS
+  RUSTC RUSTC_WRAPPER CARGO_BUILD_RUSTC_WRAPPER RUSTC_WORKSPACE_WRAPPER
+  CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER RUSTDOC CARGO_BUILD_RUSTDOC
+  JAVA_OPTS JAVA_OPTIONS IBM_JAVA_OPTIONS OPENJ9_JAVA_OPTIONS MAVEN_ARGS ANT_ARGS
+  DOTNET_SHARED_STORE DOTNET_GCName COMPlus_GCName DOTNET_GCPath COMPlus_GCPath
+  DOTNET_JitName COMPlus_JitName DOTNET_AltJitName COMPlus_AltJitName MONO_ENV_OPTIONS MONO_PATH
+  LUA_INIT
+  TCLLIBPATH
+  R_PROFILE R_PROFILE_USER R_ENVIRON R_ENVIRON_USER
+  GROFF_BIN_PATH`
+	addedDroppedPrefixes  = `LUA_INIT_`
+	addedOverrideOnlyKeys = `MAKEFLAGS GNUMAKEFLAGS
+  PYTHONWARNINGS IPYTHONDIR JUPYTER_CONFIG_DIR UV_CONFIG_FILE
+  IRBRC COMPOSER
+  BASHOPTS CDPATH
+  SUDO_ASKPASS SSH_ASKPASS_REQUIRE
+  GIT_DIR GIT_COMMON_DIR GIT_ALLOW_PROTOCOL
+  CFLAGS CXXFLAGS CPPFLAGS LDFLAGS
+  CMAKE_PREFIX_PATH
+  GOROOT GOMODCACHE GOWORK GOSUMDB GOINSECURE GOAUTH GOPACKAGESDRIVER
+  CGO_CPPFLAGS CGO_CXXFLAGS CGO_FFLAGS
+  CGO_CFLAGS_ALLOW CGO_CPPFLAGS_ALLOW CGO_CXXFLAGS_ALLOW CGO_FFLAGS_ALLOW CGO_LDFLAGS_ALLOW
+  RUSTFLAGS CARGO_ENCODED_RUSTFLAGS CARGO_BUILD_RUSTFLAGS
+  RUSTDOCFLAGS CARGO_ENCODED_RUSTDOCFLAGS CARGO_BUILD_RUSTDOCFLAGS CARGO_HOME RUSTUP_HOME
+  JAVA_HOME DOTNET_ROOT
+  R_LIBS R_LIBS_USER R_LIBS_SITE TCL_LIBRARY TK_LIBRARY
+  OPENSSL_MODULES OPENSSL_CONF_INCLUDE
+  LESS LESSKEY LESSKEY_SYSTEM LESSKEYIN LESSKEYIN_SYSTEM LESSEDIT MANOPT MANROFFOPT
+  VIMINIT GVIMINIT EXINIT VIM VIMRUNTIME NVIM_APPNAME
+  XDG_CONFIG_DIRS XDG_DATA_HOME XDG_DATA_DIRS
+  DOCKER_CONFIG KUBECONFIG
+  HOSTALIASES RESOLV_HOST_CONF LOCPATH NLSPATH`
+	addedOverrideOnlyPrefixes = `CORECLR_ DOTNET_ROOT_ LUA_PATH_ LUA_CPATH_`
+
+	// addedPrefixExamples are real keys under the added prefixes.
+	addedPrefixExamples = `LUA_INIT_5_2 LUA_INIT_5_3 LUA_INIT_5_4 CORECLR_ENABLE_PROFILING CORECLR_PROFILER
+  CORECLR_PROFILER_PATH_64 CORECLR_PROFILER_PATH_ARM64 DOTNET_ROOT_X64 DOTNET_ROOT_ARM64
+  LUA_PATH_5_4 LUA_CPATH_5_4`
+)
+
+// The full default lists: the contract, then the additions.
+var (
+	wantDroppedKeys          = fields(contractDroppedKeys, addedDroppedKeys)
+	wantDroppedPrefixes      = fields(contractDroppedPrefixes, addedDroppedPrefixes)
+	wantOverrideOnlyKeys     = fields(contractOverrideOnlyKeys, addedOverrideOnlyKeys)
+	wantOverrideOnlyPrefixes = fields(contractOverrideOnlyPrefixes, addedOverrideOnlyPrefixes)
+)
+
+// fields splits and concatenates space-separated lists.
+func fields(lists ...string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, strings.Fields(l)...)
+	}
+	return out
+}
 
 var portableKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -60,12 +129,34 @@ func caseVariants(key string) []string {
 }
 
 func TestDefault(t *testing.T) {
-	t.Run("the default lists are exactly the lists of SPEC 3.4", func(t *testing.T) {
+	t.Run("the default lists are exactly the contract lists followed by the additions", func(t *testing.T) {
 		p := Default()
-		assert.Equal(t, strings.Fields(specDroppedKeys), p.DroppedKeys)
-		assert.Equal(t, strings.Fields(specDroppedPrefixes), p.DroppedPrefixes)
-		assert.Equal(t, strings.Fields(specOverrideOnlyKeys), p.OverrideOnlyKeys)
-		assert.Equal(t, strings.Fields(specOverrideOnlyPrefixes), p.OverrideOnlyPrefixes)
+		assert.Equal(t, wantDroppedKeys, p.DroppedKeys)
+		assert.Equal(t, wantDroppedPrefixes, p.DroppedPrefixes)
+		assert.Equal(t, wantOverrideOnlyKeys, p.OverrideOnlyKeys)
+		assert.Equal(t, wantOverrideOnlyPrefixes, p.OverrideOnlyPrefixes)
+	})
+
+	t.Run("no entry is listed twice or shadowed by a dropped prefix", func(t *testing.T) {
+		p := Default()
+		seen := map[string]string{}
+		for name, list := range map[string][]string{"dropped": p.DroppedKeys, "override-only": p.OverrideOnlyKeys} {
+			for _, k := range list {
+				u := upperASCII(k)
+				if prev, dup := seen[u]; dup {
+					t.Errorf("%s is in the %s list and in the %s list", k, prev, name)
+				}
+				seen[u] = name
+			}
+		}
+		for _, k := range p.OverrideOnlyKeys {
+			assert.False(t, matchesPrefix(k, p.DroppedPrefixes), "override-only %s is dropped by a prefix", k)
+		}
+		for _, list := range [][]string{p.DroppedPrefixes, p.OverrideOnlyPrefixes} {
+			for _, pfx := range list {
+				assert.True(t, strings.HasSuffix(pfx, "_"), "prefix %s ends with '_', so it matches whole name parts only", pfx)
+			}
+		}
 	})
 
 	t.Run("PATH is in no list because it is inherited normally", func(t *testing.T) {
@@ -86,10 +177,10 @@ func TestDefault(t *testing.T) {
 		first.OverrideOnlyKeys = append(first.OverrideOnlyKeys, "EXTRA")
 
 		second := Default()
-		assert.Equal(t, strings.Fields(specDroppedKeys), second.DroppedKeys)
-		assert.Equal(t, strings.Fields(specDroppedPrefixes), second.DroppedPrefixes)
-		assert.Equal(t, strings.Fields(specOverrideOnlyKeys), second.OverrideOnlyKeys)
-		assert.Equal(t, strings.Fields(specOverrideOnlyPrefixes), second.OverrideOnlyPrefixes)
+		assert.Equal(t, wantDroppedKeys, second.DroppedKeys)
+		assert.Equal(t, wantDroppedPrefixes, second.DroppedPrefixes)
+		assert.Equal(t, wantOverrideOnlyKeys, second.OverrideOnlyKeys)
+		assert.Equal(t, wantOverrideOnlyPrefixes, second.OverrideOnlyPrefixes)
 
 		// Appending to a fresh copy must not write into shared backing arrays.
 		a, b := Default(), Default()
@@ -118,16 +209,16 @@ func TestBlocklist(t *testing.T) {
 		key  string // the key exercised (a prefix gets a suffix)
 	}
 	var rows []row
-	for _, k := range strings.Fields(specDroppedKeys) {
+	for _, k := range strings.Fields(contractDroppedKeys) {
 		rows = append(rows, row{"dropped key", k})
 	}
-	for _, pfx := range strings.Fields(specDroppedPrefixes) {
+	for _, pfx := range strings.Fields(contractDroppedPrefixes) {
 		rows = append(rows, row{"dropped prefix", pfx + "PRELOAD"}, row{"dropped prefix", pfx})
 	}
-	for _, k := range strings.Fields(specOverrideOnlyKeys) {
+	for _, k := range strings.Fields(contractOverrideOnlyKeys) {
 		rows = append(rows, row{"override-only key", k})
 	}
-	for _, pfx := range strings.Fields(specOverrideOnlyPrefixes) {
+	for _, pfx := range strings.Fields(contractOverrideOnlyPrefixes) {
 		rows = append(rows, row{"override-only prefix", pfx + "VALUE_0"}, row{"override-only prefix", pfx})
 	}
 
@@ -158,6 +249,96 @@ func TestBlocklist(t *testing.T) {
 			})
 		}
 	}
+}
+
+func TestAddedKeys(t *testing.T) {
+	p := Default()
+
+	type row struct {
+		key     string
+		dropped bool // else override-only
+	}
+	var rows []row
+	for _, k := range strings.Fields(addedDroppedKeys) {
+		rows = append(rows, row{k, true})
+	}
+	for _, k := range strings.Fields(addedOverrideOnlyKeys) {
+		rows = append(rows, row{k, false})
+	}
+	for _, k := range strings.Fields(addedPrefixExamples) {
+		rows = append(rows, row{k, hasAnyPrefix(k, strings.Fields(addedDroppedPrefixes))})
+	}
+	require.Len(t, rows, 56+75+11, "every added key has a row")
+
+	for _, r := range rows {
+		want := singleKeyViolation(upperASCII(r.key))
+		for _, variant := range caseVariants(r.key) {
+			environ := []string{"BEFORE=1", variant + "=/some/path=x", "AFTER=2"}
+			if r.dropped {
+				t.Run(fmt.Sprintf("inherited %s is dropped", variant), func(t *testing.T) {
+					assert.Equal(t, []string{"BEFORE=1", "AFTER=2"}, p.FilterInherited(environ))
+					assert.Equal(t, []string{"BEFORE=1", "AFTER=2", marker}, p.Merge(environ, nil, marker))
+				})
+			} else {
+				t.Run(fmt.Sprintf("inherited %s is kept", variant), func(t *testing.T) {
+					assert.Equal(t, environ, p.FilterInherited(environ))
+					assert.Equal(t, append(slices.Clone(environ), marker), p.Merge(environ, nil, marker))
+				})
+			}
+			t.Run(fmt.Sprintf("%s is refused as an override", variant), func(t *testing.T) {
+				assert.Equal(t, want, p.ValidateOverrides(map[string]string{variant: "x"}))
+				assert.Equal(t, []string{"OK=1"}, p.Merge(nil, map[string]string{variant: "x", "OK": "1"}))
+			})
+		}
+	}
+
+	t.Run("several added keys are refused together, upper-cased and sorted", func(t *testing.T) {
+		got := p.ValidateOverrides(map[string]string{
+			"perllib": "/x", "MAKEFILES": "/x.mk", "Node_Repl_External_Module": "/x.js",
+			"PYTHONEXECUTABLE": "/x", "makeflags": "-j4", "dotnet_gcname": "x.so",
+		})
+		assert.Equal(t, "Security Violation: blocked override keys: DOTNET_GCNAME, MAKEFILES, MAKEFLAGS, "+
+			"NODE_REPL_EXTERNAL_MODULE, PERLLIB, PYTHONEXECUTABLE.", got)
+	})
+
+	t.Run("names that only resemble an added entry are not matched", func(t *testing.T) {
+		in := []string{"LUA_INITIAL=1", "MY_PERLLIB=1", "PERLLIBS=1", "MAKEFILE=1", "CPPCHECK=1",
+			"FPATH_X=1", "CORECLR=1", "DOTNET_ROOTS=1", "LESSCHARSET=utf-8", "VIMDIFF=1"}
+		assert.Equal(t, in, p.FilterInherited(in))
+		for _, entry := range in {
+			key, _, _ := strings.Cut(entry, "=")
+			assert.Empty(t, p.ValidateOverrides(map[string]string{key: "x"}), key)
+		}
+	})
+}
+
+func TestOrdinaryKeys(t *testing.T) {
+	p := Default()
+
+	// Keys everyday runs set, and the ones the root package's tests inherit.
+	ordinary := strings.Fields(`LANG LANGUAGE LC_ALL LC_CTYPE TERM COLORTERM TZ USER LOGNAME PWD TMPDIR
+  CI NO_COLOR FORCE_COLOR DISPLAY SSH_AUTH_SOCK GOCACHE GOTMPDIR GOOS GOARCH GOMAXPROCS GODEBUG
+  GOTOOLCHAIN GOBIN GOCOVERDIR GORACE CGO_ENABLED NODE_ENV PYTHONUNBUFFERED PYTHONDONTWRITEBYTECODE
+  PYTHONSAFEPATH PYTHONIOENCODING RUST_BACKTRACE RUST_LOG CARGO_TARGET_DIR CARGO_TERM_COLOR
+  DOTNET_CLI_TELEMETRY_OPTOUT DOTNET_NOLOGO COMPlus_gcServer MAKELEVEL LESSCHARSET MANWIDTH
+  BGEXEC_INHERITED BGEXEC_TEST_HELPER BGEXEC_RELIABILITY_TAG OPENCLAW_SHELL`)
+
+	for _, key := range ordinary {
+		t.Run(key+" is inherited and accepted as an override", func(t *testing.T) {
+			environ := []string{key + "=v"}
+			assert.Equal(t, environ, p.FilterInherited(environ))
+			assert.Empty(t, p.ValidateOverrides(map[string]string{key: "w"}))
+			assert.Equal(t, []string{key + "=w"}, p.Merge(environ, map[string]string{key: "w"}))
+		})
+	}
+
+	t.Run("HOME, PATH and SHELL handling is unchanged", func(t *testing.T) {
+		environ := []string{"HOME=/home/me", "PATH=/bin", "SHELL=/bin/zsh", "TERM=xterm"}
+		assert.Equal(t, []string{"HOME=/home/me", "PATH=/bin", "TERM=xterm"}, p.FilterInherited(environ))
+		assert.Equal(t, singleKeyViolation("HOME"), p.ValidateOverrides(map[string]string{"HOME": "/x"}))
+		assert.Equal(t, pathViolation, p.ValidateOverrides(map[string]string{"PATH": "/x"}))
+		assert.Equal(t, singleKeyViolation("SHELL"), p.ValidateOverrides(map[string]string{"SHELL": "/x"}))
+	})
 }
 
 func TestFilterInherited(t *testing.T) {
@@ -377,35 +558,36 @@ func upperASCII(s string) string {
 	return string(b)
 }
 
-// Sets built from the SPEC text alone, for the fuzz oracle.
+// Upper-cased sets built from the test's copies of the lists alone, for the
+// fuzz oracle.
 var (
-	specDroppedSet      = toSet(specDroppedKeys)
-	specOverrideOnlySet = toSet(specOverrideOnlyKeys)
+	droppedSet      = toSet(wantDroppedKeys)
+	overrideOnlySet = toSet(wantOverrideOnlyKeys)
 )
 
-func toSet(fields string) map[string]bool {
+func toSet(keys []string) map[string]bool {
 	set := map[string]bool{}
-	for _, f := range strings.Fields(fields) {
-		set[f] = true
+	for _, k := range keys {
+		set[upperASCII(k)] = true
 	}
 	return set
 }
 
-func hasAnyPrefix(s, prefixes string) bool {
-	for _, pfx := range strings.Fields(prefixes) {
-		if strings.HasPrefix(s, pfx) {
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, pfx := range prefixes {
+		if strings.HasPrefix(s, upperASCII(pfx)) {
 			return true
 		}
 	}
 	return false
 }
 
-// specBlocked reports, from the SPEC text alone, whether a key is dropped
-// and whether it is refused as an override.
-func specBlocked(key string) (dropped, refused bool) {
+// listedAs reports, from the test's copies of the lists alone, whether a key
+// is dropped and whether it is refused as an override.
+func listedAs(key string) (dropped, refused bool) {
 	u := upperASCII(key)
-	dropped = specDroppedSet[u] || hasAnyPrefix(u, specDroppedPrefixes)
-	refused = dropped || u == "PATH" || specOverrideOnlySet[u] || hasAnyPrefix(u, specOverrideOnlyPrefixes)
+	dropped = droppedSet[u] || hasAnyPrefix(u, wantDroppedPrefixes)
+	refused = dropped || u == "PATH" || overrideOnlySet[u] || hasAnyPrefix(u, wantOverrideOnlyPrefixes)
 	return dropped, refused
 }
 
@@ -419,6 +601,7 @@ func FuzzValidateOverrides(f *testing.F) {
 	f.Add("", "", "é", "\x00", "=weird\nNOEQ")
 	f.Add("GIT_CONFIG_KEY_0", "x", "FOO", "a\x00b", "GIT_CONFIG_COUNT=1")
 	f.Add("OPENCLAW_SHELL", "mine", "Bash_Func_x%%", "()", "bash_func_f%%=() { :; }")
+	f.Add("PerlLib", "/x", "MAKEFLAGS", "-j4", "MAKEFILES=/x.mk\nlua_init_5_4=@/x.lua\nGOCACHE=/c\nLANG=C")
 
 	p := Default()
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2, inherited string) {
@@ -433,7 +616,7 @@ func FuzzValidateOverrides(f *testing.F) {
 				if !portableKey.MatchString(k) {
 					t.Fatalf("accepted non-portable key %q", k)
 				}
-				if _, refused := specBlocked(k); refused {
+				if _, refused := listedAs(k); refused {
 					t.Fatalf("accepted blocked key %q", k)
 				}
 				if strings.Contains(v, "\x00") {
@@ -445,14 +628,14 @@ func FuzzValidateOverrides(f *testing.F) {
 				if !portableKey.MatchString(k) {
 					t.Fatalf("NUL-value text although key %q is invalid", k)
 				}
-				if _, refused := specBlocked(k); refused {
+				if _, refused := listedAs(k); refused {
 					t.Fatalf("NUL-value text although key %q is blocked", k)
 				}
 			}
 		} else {
 			bad := false
 			for k := range env {
-				_, refused := specBlocked(k)
+				_, refused := listedAs(k)
 				bad = bad || refused || !portableKey.MatchString(k)
 			}
 			if !bad {
@@ -470,7 +653,7 @@ func FuzzValidateOverrides(f *testing.F) {
 			if !ok {
 				t.Fatalf("entry without '=': %q", entry)
 			}
-			if dropped, _ := specBlocked(key); dropped {
+			if dropped, _ := listedAs(key); dropped {
 				t.Fatalf("dropped key %q in merged output %q", key, merged)
 			}
 			if key == "OPENCLAW_SHELL" && i != len(merged)-1 {
