@@ -38,8 +38,13 @@ const (
 	// DefaultDrainTimeout bounds how long output is still read after the
 	// command exited, while something outside its process group holds the pipe.
 	DefaultDrainTimeout = 2 * time.Second
-	// DefaultShellMarker is the environment entry every child gets.
+	// DefaultShellMarker is the environment entry every child gets unless
+	// Config.ShellMarker names another.
 	DefaultShellMarker = "OPENCLAW_SHELL=exec"
+	// CLIMarker is an environment entry every child gets in addition to the
+	// shell marker, as the reference gives its host children. It is not
+	// configurable; a ShellMarker with the key OPENCLAW_CLI replaces it.
+	CLIMarker = "OPENCLAW_CLI=1"
 	// maxTimeoutSec bounds an absurd per-call timeout (30 days).
 	maxTimeoutSec = 30 * 24 * 3600
 )
@@ -94,15 +99,18 @@ type Config struct {
 	// bash from PATH (else sh). A name without a slash is looked up in PATH
 	// once, by NewRegistry; if it is not found then, each exec looks again.
 	Shell string
-	// Workdir is the default working directory. Empty means the process's cwd.
+	// Workdir is the default working directory. Empty means the process's
+	// cwd, else $HOME when the cwd no longer exists.
 	Workdir string
 	// BackgroundDisabled makes exec synchronous: the embedding runtime does not
 	// offer the process tool, so yieldMs and background are ignored (with a warning).
 	BackgroundDisabled bool
 	// ShellMarker is the "KEY=VALUE" entry added to every child's
-	// environment. Empty means "OPENCLAW_SHELL=exec".
+	// environment. Empty means "OPENCLAW_SHELL=exec". Every child also gets
+	// OPENCLAW_CLI=1 ([CLIMarker]) whatever the marker is. Both are set
+	// after the inherited and per-call environment, so they always win.
 	ShellMarker string
-	// ExtraBlockedEnvKeys extends the environment blocklist of SPEC §3.4:
+	// ExtraBlockedEnvKeys extends the environment blocklist (see the package doc):
 	// these keys are dropped from the inherited environment and refused as overrides.
 	ExtraBlockedEnvKeys []string
 	// ExtraOverrideOnlyEnvKeys extends the list of keys refused as per-call
@@ -307,7 +315,8 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 	return s, nil
 }
 
-// defaultShell picks the shell per SPEC §3.2.
+// defaultShell picks the shell: $SHELL, sh when it is unset, and bash
+// (else sh) when it is fish.
 func defaultShell(getenv func(string) string) string {
 	sh := strings.TrimSpace(getenv("SHELL"))
 	if sh == "" {

@@ -42,7 +42,8 @@
 //	… carry on; when the server exits, a [Notifier] event wakes the agent.
 //
 // Polling is for status on demand, not for scheduling: poll returns
-// retryInMs (5 s, then 10 s, 30 s, 60 s for repeated empty polls).
+// retryInMs, 5 s for a poll with output and for the first empty one, then
+// 10 s, 30 s and 60 s for repeated empty polls.
 //
 // # Exit notifications
 //
@@ -66,6 +67,16 @@
 // characters; the cleaner keeps state across reads. Caps count cleaned
 // characters. Texts start with a notice when output was dropped at a cap.
 // Memory per session stays bounded by the caps whatever the child prints.
+//
+// # Environment
+//
+// A child inherits the host's environment minus keys that change how
+// shells, loaders, interpreters or package managers behave (NODE_OPTIONS,
+// BASH_ENV, LD_*, …). A call's env is merged over it; PATH, those keys,
+// further override-only keys (HOME, GIT_SSH_COMMAND, proxies, …) and
+// non-portable names are refused, and the call fails without running
+// anything. Every child then gets OPENCLAW_SHELL=exec (Config.ShellMarker)
+// and OPENCLAW_CLI=1, which no inherited or per-call value can replace.
 //
 // # PTY versus pipes
 //

@@ -13,17 +13,25 @@ import (
 	"github.com/bgexec/bgexec/internal/keys"
 )
 
-// ExecRequest is the exec tool's parameters (SPEC §3.1). Field names and JSON
-// names mirror the tool schema.
+// ExecRequest is the exec tool's parameters. Field names and JSON names
+// mirror the tool schema.
 type ExecRequest struct {
 	// Command is the shell command line. Required; blank is a failure.
 	Command string `json:"command"`
-	// Workdir is the working directory. Empty means Config.Workdir, else the
-	// process's cwd. A directory that does not exist falls back to
-	// Config.Workdir, else $HOME, with a warning.
+	// Workdir is the working directory, trimmed; a relative one is taken
+	// from the default. Empty means the default: Config.Workdir, else the
+	// process's cwd, else $HOME. A directory that does not exist falls back
+	// to that default (each step only if it is an existing directory, "/"
+	// last) and the text starts with
+	// `Warning: workdir "<wd>" is unavailable; using "<fallback>".`, the
+	// paths quoted literally.
 	Workdir string `json:"workdir,omitzero"`
-	// Env is merged over the inherited environment after the security rules
-	// of SPEC §3.4; a refused key fails the call and nothing is spawned.
+	// Env is merged over the inherited environment after the environment
+	// security rules: keys that change how shells, loaders, interpreters or
+	// package managers behave are dropped from the inherited environment,
+	// and PATH, those keys, the override-only keys and non-portable names
+	// are refused as overrides. A refused key fails the call and nothing is
+	// spawned. OPENCLAW_CLI=1 and Config.ShellMarker are set last and win.
 	Env map[string]string `json:"env,omitzero"`
 	// YieldMs is the yield window in milliseconds: after it, a still running
 	// command moves to the background. Nil means Config.YieldMs (10000).
@@ -37,7 +45,7 @@ type ExecRequest struct {
 	Timeout *float64 `json:"timeout,omitzero"`
 	// PTY runs the command under a pseudo-terminal (120×30, one merged stream).
 	PTY bool `json:"pty,omitzero"`
-	// Elevated runs outside the sandbox when the runtime allows it (SPEC §9).
+	// Elevated runs outside the sandbox when the runtime allows it (Config.Elevation).
 	Elevated bool `json:"elevated,omitzero"`
 	// Host is auto (default), sandbox, gateway or node; it must match the configured host.
 	Host string `json:"host,omitzero"`
@@ -67,17 +75,17 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 	}
 	st := &sc.reg.cfg
 	if strings.TrimSpace(req.Command) == "" {
-		return failure("Provide a command to start."), nil
+		return execFailure("Provide a command to start."), nil
 	}
 	if strings.IndexByte(req.Command, 0) >= 0 {
-		return failure("The command contains a NUL byte; remove it and retry."), nil
+		return execFailure("The command contains a NUL byte; remove it and retry."), nil
 	}
 	if msg := sc.reg.env.ValidateOverrides(req.Env); msg != "" {
-		return failure(msg), nil
+		return execFailure(msg), nil
 	}
 	timeout, msg := resolveTimeout(req.Timeout, st.timeout)
 	if msg != "" {
-		return failure(msg), nil
+		return execFailure(msg), nil
 	}
 	stdinPipe := false
 	switch strings.ToLower(strings.TrimSpace(req.Stdin)) {
@@ -85,7 +93,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 	case "pipe":
 		stdinPipe = true
 	default:
-		return failure(fmt.Sprintf("Invalid stdin %q: use \"closed\" or \"pipe\".", req.Stdin)), nil
+		return execFailure(fmt.Sprintf("Invalid stdin %q: use \"closed\" or \"pipe\".", req.Stdin)), nil
 	}
 	var warnings []string
 	cwd, warn := resolveWorkdir(req.Workdir, st.workdir)
@@ -96,7 +104,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		return failure(refusal), nil
+		return execFailure(refusal), nil
 	}
 	synchronous := st.backgroundOff
 	if synchronous && (req.YieldMs != nil || req.Background) {
@@ -122,7 +130,9 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 			spec.path = p
 		}
 	}
-	extra := []string{st.marker}
+	// The configured marker comes last, so it wins over CLIMarker when it
+	// names the same key; both win over the inherited and per-call env.
+	extra := []string{CLIMarker, st.marker}
 	if req.PTY && os.Getenv("TERM") == "" && req.Env["TERM"] == "" {
 		extra = append([]string{"TERM=" + DefaultTERM}, extra...)
 	}
@@ -164,7 +174,9 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 	return sc.run(ctx, s, req.Background && !synchronous, yield, synchronous, warnings)
 }
 
-// run registers and starts s, then applies the yield state machine of SPEC §3.3.
+// run registers and starts s, then applies the yield state machine: an
+// explicit background run returns at once, a synchronous one waits for the
+// end, any other waits for the end or the yield window, whichever is first.
 func (sc *Scope) run(ctx context.Context, s *session, background bool, yield time.Duration, synchronous bool, warnings []string) (*Result, error) {
 	// An explicit background run is backgrounded before its owner starts,
 	// so no exit, however early, can make it a foreground run: it always
@@ -228,7 +240,7 @@ func runningResult(s *session, warnings []string) *Result {
 	})
 }
 
-// finishedResult is the foreground result of an ended session (SPEC §3.5).
+// finishedResult is the foreground result of an ended session.
 func finishedResult(s *session, warnings []string) *Result {
 	s.mu.Lock()
 	e := s.exit
@@ -244,8 +256,9 @@ func finishedResult(s *session, warnings []string) *Result {
 		ExitCode:   e.code,
 		ExitReason: e.reason,
 		DurationMs: &dur,
-		Aggregated: agg,
+		Aggregated: out,
 		Cwd:        s.cwd,
+		execEnd:    true,
 	}
 	var text string
 	if d.Status == StatusCompleted {
@@ -254,7 +267,9 @@ func finishedResult(s *session, warnings []string) *Result {
 			text = "(no output)"
 		}
 		if e.code != nil && *e.code != 0 {
-			text += fmt.Sprintf("\n\n(Command exited with code %d)", *e.code)
+			suffix := fmt.Sprintf("\n\n(Command exited with code %d)", *e.code)
+			text += suffix
+			d.Aggregated += suffix
 		}
 	} else {
 		d.ExitSignal = e.signal
@@ -269,7 +284,7 @@ func finishedResult(s *session, warnings []string) *Result {
 	return textResult(withWarnings(warnings, withNotice(text, truncated)), d)
 }
 
-// failureReason explains a failed end (SPEC §3.5).
+// failureReason explains a failed end.
 func failureReason(e *exitInfo, timeout time.Duration) string {
 	switch {
 	case e.reason == ExitReasonTimeout:
@@ -301,6 +316,7 @@ func spawnFailure(warnings []string, err error, cwd string, start time.Time) *Re
 		DurationMs: &dur,
 		TimedOut:   ptr(false),
 		Cwd:        cwd,
+		execEnd:    true,
 	})
 }
 
@@ -331,40 +347,46 @@ func resolveTimeout(sec *float64, def time.Duration) (time.Duration, string) {
 	return time.Duration(v * float64(time.Second)), ""
 }
 
-// resolveWorkdir picks the working directory and the fallback warning.
+// resolveWorkdir picks the working directory and the fallback warning. The
+// warning quotes the paths literally, without Go escaping, as the reference
+// does.
 func resolveWorkdir(req, def string) (cwd, warning string) {
 	wd := strings.TrimSpace(req)
+	if wd == "" && def == "" {
+		return defaultWorkdir(""), ""
+	}
 	if wd == "" {
-		if def != "" {
-			return def, ""
-		}
-		if c, err := os.Getwd(); err == nil {
-			return c, ""
-		}
-		return workdirFallback(def), ""
+		// The configured default, checked again: it existed at NewRegistry.
+		wd = def
 	}
+	shown := wd
 	if !filepath.IsAbs(wd) {
-		base := def
-		if base == "" {
-			base, _ = os.Getwd()
-		}
-		wd = filepath.Join(base, wd)
+		wd = filepath.Join(defaultWorkdir(def), wd)
 	}
-	if st, err := os.Stat(wd); err == nil && st.IsDir() {
+	if isDir(wd) {
 		return wd, ""
 	}
-	fallback := workdirFallback(def)
-	return fallback, fmt.Sprintf("Warning: workdir %q is unavailable; using %q.", strings.TrimSpace(req), fallback)
+	fallback := defaultWorkdir(def)
+	return fallback, `Warning: workdir "` + shown + `" is unavailable; using "` + fallback + `".`
 }
 
-// workdirFallback is where a command runs when its workdir is unavailable:
-// the configured default, else the home directory, else "/".
-func workdirFallback(def string) string {
-	if def != "" {
+// defaultWorkdir is where a command runs without a usable workdir: the
+// configured default, else the process's cwd, else $HOME, else "/", each
+// only if it is an existing directory.
+func defaultWorkdir(def string) string {
+	if def != "" && isDir(def) {
 		return def
 	}
-	if h, err := os.UserHomeDir(); err == nil {
+	if c, err := os.Getwd(); err == nil && isDir(c) {
+		return c
+	}
+	if h, err := os.UserHomeDir(); err == nil && isDir(h) {
 		return h
 	}
 	return "/"
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }

@@ -26,7 +26,7 @@ func TestExecForeground(t *testing.T) {
 		require.NotNil(t, d.ExitCode)
 		assert.Equal(t, 0, *d.ExitCode)
 		assert.Equal(t, ExitReasonExit, d.ExitReason)
-		assert.Equal(t, "  hello world  \n", d.Aggregated)
+		assert.Equal(t, "hello world", d.Aggregated, "the output part of the text")
 		require.NotNil(t, d.DurationMs)
 		wd, _ := os.Getwd()
 		assert.Equal(t, wd, d.Cwd)
@@ -302,11 +302,12 @@ func TestExecWorkdir(t *testing.T) {
 		res := mustExec(t, sc, &ExecRequest{Command: "pwd", Workdir: "/does/not/exist"})
 		assert.Equal(t, `Warning: workdir "/does/not/exist" is unavailable; using "`+dir+`".`+"\n\n"+dir, res.Text())
 	})
-	t.Run("without a configured default the fallback is HOME", func(t *testing.T) {
+	t.Run("without a configured default the fallback is the process's cwd", func(t *testing.T) {
 		reg := newTestRegistry(t, Config{})
 		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "pwd", Workdir: "/does/not/exist"})
-		home, _ := os.UserHomeDir()
-		assert.True(t, strings.HasPrefix(res.Text(), `Warning: workdir "/does/not/exist" is unavailable; using "`+home+`".`), res.Text())
+		wd, err := os.Getwd()
+		require.NoError(t, err)
+		assert.Equal(t, `Warning: workdir "/does/not/exist" is unavailable; using "`+wd+`".`+"\n\n"+wd, res.Text())
 	})
 }
 
@@ -324,7 +325,7 @@ func TestExecStdin(t *testing.T) {
 		assert.Equal(t, "Wrote 7 bytes to session "+id+".", res.Text())
 		waitFor(t, sc, id, "^héllo$")
 		res = mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "x", EOF: true})
-		assert.Equal(t, "Wrote 1 bytes to session "+id+". (stdin closed)", res.Text())
+		assert.Equal(t, "Wrote 1 bytes to session "+id+" (stdin closed).", res.Text())
 		end := waitExit(t, sc, id)
 		assert.Contains(t, end.Text(), "x[eof]")
 		res = mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "late"})

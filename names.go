@@ -8,46 +8,55 @@ import (
 )
 
 // splitCommand splits a command line on whitespace, keeping single- or
-// double-quoted groups together and removing the quotes.
+// double-quoted groups together. Quotes are removed only where a pair of
+// them wraps a whole token ("two words" gives two words, but a"b c" stays
+// a"b c"), and empty tokens are dropped, as the reference does.
 func splitCommand(cmd string) []string {
 	var (
 		toks  []string
 		cur   strings.Builder
 		quote rune
-		in    bool // inside a token (possibly an empty quoted one)
 	)
+	flush := func() {
+		if t := unwrapQuotes(cur.String()); t != "" {
+			toks = append(toks, t)
+		}
+		cur.Reset()
+	}
 	for _, r := range cmd {
 		switch {
 		case quote != 0:
 			if r == quote {
 				quote = 0
-			} else {
-				cur.WriteRune(r)
 			}
+			cur.WriteRune(r)
 		case r == '"' || r == '\'':
-			quote, in = r, true
+			quote = r
+			cur.WriteRune(r)
 		case unicode.IsSpace(r):
-			if in {
-				toks = append(toks, cur.String())
-				cur.Reset()
-				in = false
-			}
+			flush()
 		default:
 			cur.WriteRune(r)
-			in = true
 		}
 	}
-	if in {
-		toks = append(toks, cur.String())
-	}
+	flush()
 	return toks
+}
+
+// unwrapQuotes removes the quotes around t when it starts and ends with the
+// same quote character.
+func unwrapQuotes(t string) string {
+	if len(t) >= 2 && (t[0] == '"' || t[0] == '\'') && t[len(t)-1] == t[0] {
+		return t[1 : len(t)-1]
+	}
+	return t
 }
 
 const maxNameTarget = 48
 
 // deriveName is the list name of a command: its verb and its target (the
 // first later token not starting with "-", else the second token), the target
-// middle-truncated to 48 characters.
+// middle-truncated when longer than 48 characters.
 func deriveName(cmd string) string {
 	toks := splitCommand(cmd)
 	switch len(toks) {
@@ -66,15 +75,16 @@ func deriveName(cmd string) string {
 	return toks[0] + " " + middleTruncate(target, maxNameTarget)
 }
 
-// middleTruncate shortens s to n characters as "abc...xyz".
+// middleTruncate shortens s when it is longer than n characters to
+// "abc...xyz" with (n-3)/2 characters, rounded down, on each side: 47
+// characters in all for n = 48, as the reference does.
 func middleTruncate(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s
 	}
-	keep := n - 3
-	head := (keep + 1) / 2
-	return string(r[:head]) + "..." + string(r[len(r)-(keep-head):])
+	side := (n - 3) / 2
+	return string(r[:side]) + "..." + string(r[len(r)-side:])
 }
 
 // compactDuration formats d as 850ms, 45s, 2m5s, 1h30m or 2d3h.

@@ -2,18 +2,23 @@ package bgexec
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
 )
 
-// ProcessRequest is the process tool's parameters (SPEC §6, §10). Field
-// names and JSON names mirror the tool schema.
+// ProcessRequest is the process tool's parameters. Field names and JSON
+// names mirror the tool schema.
 type ProcessRequest struct {
 	// Action is one of list, poll, log, write, send-keys, submit, paste,
-	// kill, clear, remove, and the additions resize and wait. Required.
+	// kill, clear, remove, and the additions resize and wait. Required and
+	// case-sensitive: "POLL" is an unknown action. An unknown action fails
+	// with "Unknown action <action>. Expected one of: …", after the check
+	// for a missing SessionID.
 	Action string `json:"action"`
 	// SessionID names the session; required for every action but list.
 	SessionID string `json:"sessionId,omitzero"`
@@ -27,13 +32,18 @@ type ProcessRequest struct {
 	Hex []string `json:"hex,omitzero"`
 	// Literal is sent as UTF-8 bytes before Hex and Keys (send-keys).
 	Literal string `json:"literal,omitzero"`
-	// Text is pasted (paste).
+	// Text is pasted (paste). An empty Text is refused only when nothing
+	// would be sent, that is with Bracketed false; a bracketed paste of ""
+	// sends the two markers.
 	Text string `json:"text,omitzero"`
 	// Bracketed wraps a paste in ESC[200~ … ESC[201~. Nil means true.
 	Bracketed *bool `json:"bracketed,omitzero"`
-	// Offset is the first line (0-based) to return (log).
+	// Offset is the first line (0-based) to return (log). A negative offset
+	// is 0; one past the end returns no lines. In JSON any number is
+	// accepted and floored (see [ProcessRequest.UnmarshalJSON]).
 	Offset *int `json:"offset,omitzero"`
-	// Limit is the number of lines to return (log).
+	// Limit is the number of lines to return (log); 0 or less returns no
+	// lines. In JSON any number is accepted and floored.
 	Limit *int `json:"limit,omitzero"`
 	// Timeout is in milliseconds: how long poll waits for new output or the
 	// exit (0 … 120000, default 0), or how long wait waits (default 30000,
@@ -61,6 +71,41 @@ const (
 
 const actionList = "list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait"
 
+// maxLineArg bounds a floored JSON offset or limit, far beyond any log.
+const maxLineArg = 1 << 53
+
+// UnmarshalJSON decodes the process tool's JSON arguments like the default
+// decoder, except that offset and limit accept any JSON number and are
+// floored (2.9 → 2, -0.5 → -1), since log never refuses a number. Like
+// the default decoder it ignores unknown fields; [Scope.Call] refuses them
+// by the schema first.
+func (r *ProcessRequest) UnmarshalJSON(b []byte) error {
+	type fields ProcessRequest // the same fields without this method
+	w := struct {
+		*fields
+		// These shadow the embedded fields of the same JSON name.
+		Offset *float64 `json:"offset"`
+		Limit  *float64 `json:"limit"`
+	}{fields: (*fields)(r)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	if w.Offset != nil {
+		r.Offset = ptr(floorLineArg(*w.Offset))
+	}
+	if w.Limit != nil {
+		r.Limit = ptr(floorLineArg(*w.Limit))
+	}
+	return nil
+}
+
+func floorLineArg(f float64) int {
+	if math.IsNaN(f) {
+		return 0
+	}
+	return int(clamp(math.Floor(f), -maxLineArg, maxLineArg))
+}
+
 // errStdinClosed reports input to a session whose stdin is closed or absent.
 var errStdinClosed = errors.New("stdin is not writable")
 
@@ -73,24 +118,23 @@ func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (*Result, err
 	if err := sc.begin(ctx, "process", req == nil); err != nil {
 		return nil, err
 	}
-	action := strings.ToLower(strings.TrimSpace(req.Action))
-	if action == "list" {
+	// Actions are matched exactly, and a missing sessionId is reported
+	// before an unknown action, as the reference does.
+	if req.Action == "list" {
 		return sc.list(), nil
-	}
-	h, ok := processActions[action]
-	if !ok {
-		return failure(fmt.Sprintf("Unknown action %s. Expected one of: %s", req.Action, actionList)), nil
 	}
 	id := strings.TrimSpace(req.SessionID)
 	if id == "" {
 		return failure("sessionId is required for this action."), nil
 	}
+	h, ok := processActions[req.Action]
+	if !ok {
+		return failure(fmt.Sprintf("Unknown action %s. Expected one of: %s", req.Action, actionList)), nil
+	}
 	s, found, bg := sc.reg.lookup(sc.key, id)
 	switch {
-	case !found && h.needsActive:
-		return failure("No active session found for " + id), nil
 	case !found:
-		return failure("No session found for " + id), nil
+		return failure(h.notFound + id), nil
 	case !bg:
 		return failure("Session " + id + " is not backgrounded."), nil
 	}
@@ -98,56 +142,63 @@ func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (*Result, err
 }
 
 type actionHandler struct {
-	needsActive bool // unknown sessions get "No active session found"
-	run         func(sc *Scope, ctx context.Context, s *session, req *ProcessRequest) (*Result, error)
+	notFound string // the failure text for an unknown session, before its id
+	run      func(sc *Scope, ctx context.Context, s *session, req *ProcessRequest) (*Result, error)
 }
+
+// Failure texts for an unknown session, by what the action needs.
+const (
+	noSession         = "No session found for "
+	noActiveSession   = "No active session found for "
+	noFinishedSession = "No finished session found for "
+)
 
 var processActions = map[string]actionHandler{
-	"poll":      {run: (*Scope).poll},
-	"log":       {run: (*Scope).log},
-	"write":     {needsActive: true, run: (*Scope).write},
-	"send-keys": {needsActive: true, run: (*Scope).sendKeys},
-	"submit":    {needsActive: true, run: (*Scope).submit},
-	"paste":     {needsActive: true, run: (*Scope).paste},
-	"kill":      {needsActive: true, run: (*Scope).kill},
-	"clear":     {run: (*Scope).clearSession},
-	"remove":    {run: (*Scope).remove},
-	"resize":    {needsActive: true, run: (*Scope).resize},
-	"wait":      {run: (*Scope).wait},
+	"poll":      {noSession, (*Scope).poll},
+	"log":       {noSession, (*Scope).log},
+	"write":     {noActiveSession, (*Scope).write},
+	"send-keys": {noActiveSession, (*Scope).sendKeys},
+	"submit":    {noActiveSession, (*Scope).submit},
+	"paste":     {noActiveSession, (*Scope).paste},
+	"kill":      {noActiveSession, (*Scope).kill},
+	"clear":     {noFinishedSession, (*Scope).clearSession},
+	"remove":    {noSession, (*Scope).remove},
+	"resize":    {noActiveSession, (*Scope).resize},
+	"wait":      {noSession, (*Scope).wait},
 }
 
+// list answers the list action. The text has one line per session, newest
+// first whatever its status, as the reference prints it; details.sessions
+// lists the running sessions first, then the finished ones, newest first
+// within each.
 func (sc *Scope) list() *Result {
-	sessions := sc.reg.list(sc.key)
-	infos := make([]SessionInfo, 0, len(sessions))
-	var lines []string
-	// Running sessions first, then finished ones; newest first within each.
-	for _, wantRunning := range []bool{true, false} {
-		for _, s := range sessions {
-			s.mu.Lock()
-			sn := s.snapshotLocked()
-			info := SessionInfo{
-				SessionID: s.id, Status: sn.status, Pid: s.pid,
-				StartedAt: s.startedAt.UnixMilli(), RuntimeMs: sn.runtime.Milliseconds(),
-				Cwd: s.cwd, Command: s.command, Name: s.name,
-				Tail: s.out.agg.tail(tailChars), Truncated: sn.truncated,
-			}
-			s.mu.Unlock()
-			if sn.ended == wantRunning {
-				continue
-			}
-			if sn.ended {
-				info.EndedAt = sn.exit.at.UnixMilli()
-				info.ExitCode, info.ExitSignal = sn.exit.code, sn.exit.signal
-			}
-			infos = append(infos, info)
-			lines = append(lines, fmt.Sprintf("%s %-9s %s :: %s", s.id, sn.status, compactDuration(sn.runtime), s.name))
+	sessions := sc.reg.list(sc.key) // newest first
+	lines := make([]string, 0, len(sessions))
+	var running, finished []SessionInfo
+	for _, s := range sessions {
+		s.mu.Lock()
+		sn := s.snapshotLocked()
+		info := SessionInfo{
+			SessionID: s.id, Status: sn.status, Pid: s.pid,
+			StartedAt: s.startedAt.UnixMilli(), RuntimeMs: sn.runtime.Milliseconds(),
+			Cwd: s.cwd, Command: s.command, Name: s.name,
+			Tail: s.out.agg.tail(tailChars), Truncated: sn.truncated,
 		}
+		s.mu.Unlock()
+		lines = append(lines, fmt.Sprintf("%s %-9s %s :: %s", s.id, sn.status, compactDuration(sn.runtime), s.name))
+		if !sn.ended {
+			running = append(running, info)
+			continue
+		}
+		info.EndedAt = sn.exit.at.UnixMilli()
+		info.ExitCode, info.ExitSignal = sn.exit.code, sn.exit.signal
+		finished = append(finished, info)
 	}
 	text := "No running or recent sessions."
 	if len(lines) > 0 {
 		text = strings.Join(lines, "\n")
 	}
-	return textResult(text, Details{Status: StatusCompleted, Sessions: infos})
+	return textResult(text, Details{Status: StatusCompleted, Sessions: append(running, finished...)})
 }
 
 // exitLine is the poll/wait line about the process state.
@@ -236,16 +287,15 @@ func (sc *Scope) poll(ctx context.Context, s *session, req *ProcessRequest) (*Re
 	return textResult(withNotice(body, dropped)+"\n\n"+exitLine(&sn), d), nil
 }
 
-// retryAfter is the suggested poll delay after n consecutive empty polls.
+// retryAfter is the suggested poll delay after n consecutive empty polls:
+// 5000 after a poll with output (n = 0) and after the first empty one, then
+// 10000, 30000 and 60000 from then on.
 func retryAfter(n int) int64 {
 	steps := []int64{5000, 10000, 30000, 60000}
-	return steps[min(n, len(steps)-1)]
+	return steps[min(max(n-1, 0), len(steps)-1)]
 }
 
 func (sc *Scope) log(_ context.Context, s *session, req *ProcessRequest) (*Result, error) {
-	if msg := checkPaging(req.Offset, req.Limit); msg != "" {
-		return failure(msg), nil
-	}
 	s.mu.Lock()
 	agg := s.out.agg.String()
 	sn := s.snapshotLocked()
@@ -263,26 +313,16 @@ func (sc *Scope) log(_ context.Context, s *session, req *ProcessRequest) (*Resul
 	}
 	var text string
 	switch {
-	case len(lines) == 0 && sn.ended:
-		text = "(no output recorded)"
-	case len(lines) == 0:
+	case len(lines) == 0 && !sn.ended:
 		text = "(no output yet)"
 	case len(page) == 0:
-		text = fmt.Sprintf("(no lines at offset %d; the log has %d lines)", *req.Offset, len(lines))
+		// Nothing printed, or a window with no lines in it (limit <= 0, an
+		// offset past the end): the reference's text for both.
+		text = "(no output recorded)"
 	default:
 		text = strings.Join(page, "\n") + hint
 	}
 	return textResult(withNotice(text, sn.truncated), d), nil
-}
-
-func checkPaging(offset, limit *int) string {
-	if offset != nil && *offset < 0 {
-		return fmt.Sprintf("Invalid offset %d: pass a line number >= 0.", *offset)
-	}
-	if limit != nil && *limit < 1 {
-		return fmt.Sprintf("Invalid limit %d: pass a line count >= 1.", *limit)
-	}
-	return ""
 }
 
 // splitLines turns the aggregate into lines: CRLF → LF, a trailing empty line dropped.
@@ -298,7 +338,11 @@ func splitLines(agg string) []string {
 	return lines
 }
 
-// pageLines selects lines per SPEC §6 log paging and returns the paging hint.
+// pageLines selects the lines of a log call and returns the paging hint.
+// Both omitted: the last DefaultLogLines lines, with a hint when there are
+// more; only limit: the last limit lines; only offset: from offset to the
+// end; both: [offset, offset+limit). No number is refused: a negative
+// offset is 0, a limit of 0 or less selects nothing.
 func pageLines(lines []string, offset, limit *int) ([]string, string) {
 	n := len(lines)
 	switch {
@@ -308,13 +352,13 @@ func pageLines(lines []string, offset, limit *int) ([]string, string) {
 		}
 		return lines[n-DefaultLogLines:], fmt.Sprintf("\n\n[showing last %d of %d lines; pass offset/limit to page]", DefaultLogLines, n)
 	case offset == nil:
-		return lines[n-min(*limit, n):], ""
-	case limit == nil:
-		return lines[min(*offset, n):], ""
-	default:
-		lo := min(*offset, n)
-		return lines[lo : lo+min(*limit, n-lo)], ""
+		return lines[n-clamp(*limit, 0, n):], ""
 	}
+	lo := clamp(*offset, 0, n)
+	if limit == nil {
+		return lines[lo:], ""
+	}
+	return lines[lo : lo+clamp(*limit, 0, n-lo)], ""
 }
 
 // inputTarget checks that s can take input and returns the failure if not.
@@ -364,15 +408,15 @@ func (sc *Scope) write(_ context.Context, s *session, req *ProcessRequest) (*Res
 			n = kept
 		}
 	}
-	text := fmt.Sprintf("Wrote %d bytes to session %s.", n, s.id)
+	closed := ""
 	if req.EOF {
 		unfinished := req.Data != "" && !strings.HasSuffix(req.Data, "\n") && !strings.HasSuffix(req.Data, "\r")
 		if err := s.closeInput(unfinished); err != nil {
 			return failure("Session " + s.id + " stdin is not writable."), nil
 		}
-		text += " (stdin closed)"
+		closed = " (stdin closed)"
 	}
-	text += note
+	text := fmt.Sprintf("Wrote %d bytes to session %s%s.", n, s.id, closed) + note
 	return textResult(text, Details{Status: StatusRunning, SessionID: s.id}), nil
 }
 
@@ -387,15 +431,17 @@ func (sc *Scope) submit(_ context.Context, s *session, _ *ProcessRequest) (*Resu
 }
 
 func (sc *Scope) paste(_ context.Context, s *session, req *ProcessRequest) (*Result, error) {
-	if req.Text == "" {
+	// Only an empty payload is refused: a bracketed paste of "" still sends
+	// the two markers, as the reference does.
+	data := req.Text
+	if req.Bracketed == nil || *req.Bracketed {
+		data = "\x1b[200~" + data + "\x1b[201~"
+	}
+	if data == "" {
 		return failure("No paste text provided."), nil
 	}
 	if r := inputCheck(s); r != nil {
 		return r, nil
-	}
-	data := req.Text
-	if req.Bracketed == nil || *req.Bracketed {
-		data = "\x1b[200~" + data + "\x1b[201~"
 	}
 	if _, r := s.deliver([]byte(data)); r != nil {
 		return r, nil

@@ -226,7 +226,7 @@ func TestPTYWriteEOF(t *testing.T) {
 	t.Run("write with eof ends cat on a terminal with EOT", func(t *testing.T) {
 		id := startPTY(t, sc, "cat; echo cat-ended")
 		res := mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "hello\n", EOF: true})
-		assert.Equal(t, "Wrote 6 bytes to session "+id+". (stdin closed)", res.Text())
+		assert.Equal(t, "Wrote 6 bytes to session "+id+" (stdin closed).", res.Text())
 		end := waitExit(t, sc, id)
 		require.NotNil(t, end.Details.ExitCode, end.Text())
 		assert.Equal(t, 0, *end.Details.ExitCode)
@@ -238,7 +238,7 @@ func TestPTYWriteEOF(t *testing.T) {
 	t.Run("eof after an unfinished line still ends cat", func(t *testing.T) {
 		id := startPTY(t, sc, "cat; echo; echo cat-ended")
 		res := mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "abc", EOF: true})
-		assert.Equal(t, "Wrote 3 bytes to session "+id+". (stdin closed)", res.Text())
+		assert.Equal(t, "Wrote 3 bytes to session "+id+" (stdin closed).", res.Text())
 		waitFor(t, sc, id, `^cat-ended$`)
 		end := waitExit(t, sc, id)
 		require.NotNil(t, end.Details.ExitCode, end.Text())
@@ -247,7 +247,7 @@ func TestPTYWriteEOF(t *testing.T) {
 	t.Run("eof alone ends cat", func(t *testing.T) {
 		id := startPTY(t, sc, "cat; echo cat-ended")
 		res := mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, EOF: true})
-		assert.Equal(t, "Wrote 0 bytes to session "+id+". (stdin closed)", res.Text())
+		assert.Equal(t, "Wrote 0 bytes to session "+id+" (stdin closed).", res.Text())
 		waitFor(t, sc, id, `^cat-ended$`)
 		waitExit(t, sc, id)
 	})
@@ -316,7 +316,7 @@ func TestPTYInputFailures(t *testing.T) {
 		}
 	})
 
-	t.Run("empty send-keys and paste are refused", func(t *testing.T) {
+	t.Run("empty send-keys and an empty unbracketed paste are refused", func(t *testing.T) {
 		id := startPTY(t, sc, "echo ready; exec sleep 60")
 		waitFor(t, sc, id, `^ready$`)
 		res := mustProcess(t, sc, &ProcessRequest{Action: "send-keys", SessionID: id})
@@ -324,7 +324,7 @@ func TestPTYInputFailures(t *testing.T) {
 		assert.Equal(t, "No key data provided.", res.Text())
 		res = mustProcess(t, sc, &ProcessRequest{Action: "send-keys", SessionID: id, Keys: []string{"", ""}, Hex: []string{"zz"}})
 		assert.Equal(t, "No key data provided.\nWarnings:\n- Invalid hex byte: zz", res.Text())
-		res = mustProcess(t, sc, &ProcessRequest{Action: "paste", SessionID: id})
+		res = mustProcess(t, sc, &ProcessRequest{Action: "paste", SessionID: id, Bracketed: ptr(false)})
 		assert.Equal(t, StatusFailed, res.Details.Status)
 		assert.Equal(t, "No paste text provided.", res.Text())
 		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
@@ -355,7 +355,7 @@ func TestPTYOutput(t *testing.T) {
 	t.Run("colour codes and titles are removed", func(t *testing.T) {
 		res := mustExec(t, sc, &ExecRequest{Command: `printf '\033[31mred\033[0m \033]0;title\007plain\n'`, PTY: true})
 		assert.Equal(t, "red plain", res.Text())
-		assert.Equal(t, "red plain\r\n", res.Details.Aggregated)
+		assert.Equal(t, "red plain", res.Details.Aggregated, "the output part of the text")
 	})
 
 	t.Run("the last output before exit is never lost", func(t *testing.T) {
@@ -425,7 +425,7 @@ func TestPTYCanonicalLineLimit(t *testing.T) {
 		id := startPTY(t, sc, "stty -echo; echo ready; wc -c")
 		waitFor(t, sc, id, `^ready$`)
 		res := mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: strings.Repeat("x", 5000) + "\nshort\n", EOF: true})
-		assert.Equal(t, "Wrote 4102 bytes to session "+id+". (stdin closed) The terminal is in canonical (line) mode, which keeps at most 4095 bytes per line: the kernel dropped 905 bytes of over-long lines. Send shorter lines, or use a program that switches the terminal to raw mode.", res.Text())
+		assert.Equal(t, "Wrote 4102 bytes to session "+id+" (stdin closed). The terminal is in canonical (line) mode, which keeps at most 4095 bytes per line: the kernel dropped 905 bytes of over-long lines. Send shorter lines, or use a program that switches the terminal to raw mode.", res.Text())
 		end := waitExit(t, sc, id)
 		assert.Contains(t, end.Text(), "4102", "wc counts exactly what was reported")
 	})

@@ -1,6 +1,9 @@
 package bgexec
 
-import "strings"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Result is what exec and process return: the envelope tool frameworks
 // expect. json.Marshal gives {"content":[{"type":"text","text":"…"}],"details":{…}}.
@@ -9,7 +12,7 @@ import "strings"
 type Result struct {
 	// Content holds one text item: what the model reads.
 	Content []Content `json:"content"`
-	// Details holds the structured fields of SPEC §3.5 and §6.
+	// Details holds the structured fields of the result.
 	Details Details `json:"details"`
 }
 
@@ -29,9 +32,15 @@ func (r *Result) Text() string {
 }
 
 // Details are the structured fields of a result. Which fields are set
-// depends on the tool, the action and the status (SPEC §3.5, §6); fields that
-// do not apply are omitted from JSON. A nil ExitCode means there is no exit
-// code (the process was ended by a signal, or has not ended).
+// depends on the tool, the action and the status; fields that do not apply
+// are omitted from JSON. A nil ExitCode means there is no exit code (the
+// process was ended by a signal, never started, or has not ended).
+//
+// One exception to the omission: a completed or failed exec result always
+// carries "exitCode" (a number, or null when there is none) and
+// "aggregated" ("" when there was no output) in its JSON, as the reference
+// tool does. Details decoded back from JSON lose that mark and encode like
+// any other details.
 type Details struct {
 	// Status is running, completed or failed.
 	Status Status `json:"status"`
@@ -45,7 +54,8 @@ type Details struct {
 	Cwd string `json:"cwd,omitzero"`
 	// Tail is the last ≤2000 characters of output (running exec results).
 	Tail string `json:"tail,omitzero"`
-	// ExitCode is the exit code, nil when none exists.
+	// ExitCode is the exit code, nil when none exists. On a completed or
+	// failed exec result it is always encoded, as null when nil.
 	ExitCode *int `json:"exitCode,omitzero"`
 	// ExitSignal is the name of the signal that ended the process ("SIGKILL").
 	ExitSignal string `json:"exitSignal,omitzero"`
@@ -53,7 +63,11 @@ type Details struct {
 	ExitReason ExitReason `json:"exitReason,omitzero"`
 	// DurationMs is the run time in milliseconds (finished exec results).
 	DurationMs *int64 `json:"durationMs,omitzero"`
-	// Aggregated is the retained output (up to MaxOutputChars characters).
+	// Aggregated is output. On a completed or failed exec result it is the
+	// output part of the model text: the trimmed output, plus the
+	// "\n\n(Command exited with code N)" suffix when the text shows it; it is
+	// always encoded there, as "" when empty. On a poll result it is the
+	// retained output (up to MaxOutputChars characters).
 	Aggregated string `json:"aggregated,omitzero"`
 	// TimedOut reports whether the timeout ended the run (failed exec results).
 	TimedOut *bool `json:"timedOut,omitzero"`
@@ -74,6 +88,26 @@ type Details struct {
 	Port int `json:"port,omitzero"`
 	// Condition says what ended a wait: "pattern", "port", "exit" or "timeout".
 	Condition string `json:"condition,omitzero"`
+
+	// execEnd marks a completed or failed exec result, whose JSON always
+	// carries exitCode and aggregated.
+	execEnd bool
+}
+
+// MarshalJSON encodes d with its JSON field names, omitting fields that do
+// not apply, except that a completed or failed exec result always has
+// "exitCode" (null when nil) and "aggregated".
+func (d Details) MarshalJSON() ([]byte, error) {
+	type fields Details // the same fields without this method
+	if !d.execEnd {
+		return json.Marshal(fields(d))
+	}
+	// The outer fields shadow the embedded ones of the same JSON name.
+	return json.Marshal(struct {
+		fields
+		ExitCode   *int   `json:"exitCode"`
+		Aggregated string `json:"aggregated"`
+	}{fields(d), d.ExitCode, d.Aggregated})
 }
 
 // SessionInfo is one entry of the list action.
@@ -100,6 +134,12 @@ func textResult(text string, d Details) *Result {
 // failure is a tool-level failure result.
 func failure(text string) *Result {
 	return textResult(text, Details{Status: StatusFailed})
+}
+
+// execFailure is a failure result of the exec tool that ran nothing (a
+// refused or invalid call): exitCode null and aggregated "" in its JSON.
+func execFailure(text string) *Result {
+	return textResult(text, Details{Status: StatusFailed, execEnd: true})
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -36,7 +36,11 @@ const (
 // (same JSON names, types, enums, defaults and bounds) and reject unknown
 // fields. Rules that depend on the action or on state, such as "sessionId is
 // required except for list", are left to the tools, which answer with their
-// documented failure texts.
+// documented failure texts. For that reason the process action is a plain
+// string whose description lists the actions: an unknown action gets the
+// tool's own "Unknown action …" text, after its check for a missing
+// sessionId, as the reference answers. Likewise log's offset and limit are
+// any numbers (floored by the tool), since log never refuses them.
 type ToolDefinition struct {
 	// Name is the tool's name: "exec" or "process".
 	Name string `json:"name"`
@@ -82,7 +86,7 @@ Actions (all but list need sessionId):
 
 Polling is for checking on demand, not for scheduling: after starting work, rely on the completion message or one wait call instead of repeated polls.`
 
-// execSchema is the JSON Schema of ExecRequest (SPEC §3.1, §10).
+// execSchema is the JSON Schema of ExecRequest.
 const execSchema = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
@@ -93,7 +97,7 @@ const execSchema = `{
     },
     "workdir": {
       "type": "string",
-      "description": "Working directory. Default: the configured working directory, else the server's current directory. A directory that does not exist falls back to the default (else $HOME) with a warning."
+      "description": "Working directory. Default: the configured working directory, else the server's current directory, else $HOME. A directory that does not exist falls back to that default with a warning."
     },
     "env": {
       "type": "object",
@@ -153,7 +157,7 @@ const execSchema = `{
   "additionalProperties": false
 }`
 
-// processSchema is the JSON Schema of ProcessRequest (SPEC §6, §10).
+// processSchema is the JSON Schema of ProcessRequest.
 //
 // timeout is shared by poll (0..120000; longer values are clamped) and wait
 // (default 30000, at most 600000), so its bound is wait's. A per-action
@@ -165,8 +169,7 @@ const processSchema = `{
   "properties": {
     "action": {
       "type": "string",
-      "enum": ["list", "poll", "log", "write", "send-keys", "submit", "paste", "kill", "clear", "remove", "resize", "wait"],
-      "description": "What to do. resize and wait are bgexec additions."
+      "description": "What to do: one of list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait (case-sensitive). resize and wait are bgexec additions."
     },
     "sessionId": {
       "type": "string",
@@ -205,14 +208,12 @@ const processSchema = `{
       "description": "paste: wrap the text in bracketed-paste markers so the program treats it as one paste."
     },
     "offset": {
-      "type": "integer",
-      "minimum": 0,
-      "description": "log: first line to return, 0-based. Without limit: everything from offset on."
+      "type": "number",
+      "description": "log: first line to return, 0-based (fractions are floored, a negative offset is 0). Without limit: everything from offset on."
     },
     "limit": {
-      "type": "integer",
-      "minimum": 1,
-      "description": "log: number of lines to return. Without offset: the last limit lines. With neither: the last 200 lines."
+      "type": "number",
+      "description": "log: number of lines to return (fractions are floored; 0 or less returns none). Without offset: the last limit lines. With neither: the last 200 lines."
     },
     "timeout": {
       "type": ["number", "string"],
@@ -283,7 +284,7 @@ func compileToolSchemas() (map[string]*jsonschema.Schema, error) {
 //
 // Empty or blank args count as {}. It also returns "" for an unknown tool
 // name and for args that are not JSON at all: those are Go errors of
-// [Scope.Call] (SPEC §2), reported by the decoder that runs next.
+// [Scope.Call], reported by the decoder that runs next.
 // Safe for concurrent use.
 func validateToolArgs(tool string, args json.RawMessage) (failureText string) {
 	schemas, err := toolSchemas()

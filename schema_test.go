@@ -172,6 +172,11 @@ func TestSchemaAcceptsEveryFieldInRange(t *testing.T) {
 		{"process", `{"action":"wait","sessionId":"a","timeout":600000,"pattern":"ready|listening","port":8080}`},
 		{"process", `{"action":"wait","sessionId":"a","timeout":"600000"}`},
 		{"process", `{"action":"log","sessionId":"a","offset":0,"limit":1}`},
+		{"process", `{"action":"log","sessionId":"a","offset":-1,"limit":0}`},
+		{"process", `{"action":"log","sessionId":"a","offset":1.5,"limit":-2.5}`},
+		{"process", `{"action":"restart","sessionId":"a"}`},
+		{"process", `{"action":"POLL","sessionId":"a"}`},
+		{"process", `{"action":""}`},
 		{"process", `{"action":"write","sessionId":"a","data":"","eof":true}`},
 		{"process", `{"action":"send-keys","sessionId":"a","keys":[],"hex":["1b","0x03"],"literal":"x"}`},
 		{"process", `{"action":"paste","sessionId":"a","text":"x","bracketed":false}`},
@@ -208,16 +213,15 @@ func TestSchemaRejectsInvalidCalls(t *testing.T) {
 		{"field in the wrong case", "exec", `{"Command":"ls"}`, "/Command"},
 		{"arguments not an object", "exec", `"ls"`, "/"},
 		{"missing action", "process", `{"sessionId":"a"}`, "/action"},
-		{"unknown action", "process", `{"action":"restart","sessionId":"a"}`, "/action"},
+		{"action not a string", "process", `{"action":5,"sessionId":"a"}`, "/action"},
 		{"negative poll timeout", "process", `{"action":"poll","sessionId":"a","timeout":-1}`, "/timeout"},
 		{"negative timeout as a string", "process", `{"action":"poll","sessionId":"a","timeout":"-1"}`, "/timeout"},
 		{"non-numeric timeout string", "process", `{"action":"poll","sessionId":"a","timeout":"soon"}`, "/timeout"},
 		{"wait timeout above 600000", "process", `{"action":"wait","sessionId":"a","timeout":600001}`, "/timeout"},
 		{"wait timeout string above 600000", "process", `{"action":"wait","sessionId":"a","timeout":"600001"}`, "/timeout"},
 		{"timeout as a boolean", "process", `{"action":"poll","sessionId":"a","timeout":true}`, "/timeout"},
-		{"negative offset", "process", `{"action":"log","sessionId":"a","offset":-1}`, "/offset"},
-		{"fractional offset", "process", `{"action":"log","sessionId":"a","offset":1.5}`, "/offset"},
-		{"zero limit", "process", `{"action":"log","sessionId":"a","limit":0}`, "/limit"},
+		{"offset as a string", "process", `{"action":"log","sessionId":"a","offset":"4"}`, "/offset"},
+		{"limit as a boolean", "process", `{"action":"log","sessionId":"a","limit":true}`, "/limit"},
 		{"keys not an array", "process", `{"action":"send-keys","sessionId":"a","keys":"C-c"}`, "/keys"},
 		{"hex entry not a string", "process", `{"action":"send-keys","sessionId":"a","hex":[27]}`, "/hex/0"},
 		{"bracketed as a string", "process", `{"action":"paste","sessionId":"a","text":"x","bracketed":"no"}`, "/bracketed"},
@@ -251,7 +255,7 @@ func TestSchemaFailureTexts(t *testing.T) {
 		{"exec", `{"command":"ls","yieldMs":"1000"}`, `Invalid arguments for exec: /yieldMs: got string, want number.`},
 		{"exec", `{}`, `Invalid arguments for exec: /command: required but missing.`},
 		{"exec", `{"command":"ls","cwd":"/"}`, `Invalid arguments for exec: /cwd: unknown field.`},
-		{"process", `{"action":"restart"}`, `Invalid arguments for process: /action: got "restart", want one of list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait.`},
+		{"process", `{"action":["poll"]}`, `Invalid arguments for process: /action: got array, want string.`},
 		{"process", `{"action":"poll","timeout":-5}`, `Invalid arguments for process: /timeout: got -5, want at least 0.`},
 		{"process", `{"action":"poll","timeout":"-5"}`, `Invalid arguments for process: /timeout: got "-5", want a number of milliseconds from 0 to 600000.`},
 		{"process", `{"action":"resize","cols":0,"rows":2000}`, `Invalid arguments for process: /cols: got 0, want at least 1; /rows: got 2000, want at most 1000.`},
@@ -287,24 +291,30 @@ func TestSchemaValidationIsSafeForConcurrentUse(t *testing.T) {
 	wg.Wait()
 }
 
-func TestSchemaActionEnumMatchesTheProcessTool(t *testing.T) {
+// TestSchemaActionListMatchesTheProcessTool checks that the action property
+// is a plain string (so an unknown action reaches the tool's own text) whose
+// description lists exactly the actions of the unknown-action text.
+func TestSchemaActionListMatchesTheProcessTool(t *testing.T) {
 	props := schemaProperties(t, ToolProcess)
-	var enum []string
-	for _, v := range props["action"]["enum"].([]any) {
-		enum = append(enum, v.(string))
-	}
-	assert.Equal(t, strings.Split(actionList, ", "), enum, "schema enum and the unknown-action text list the same actions")
-	for _, a := range enum {
+	assert.NotContains(t, props["action"], "enum", "no enum: the tool answers unknown actions")
+	desc, _ := props["action"]["description"].(string)
+	assert.Contains(t, desc, "one of "+actionList+" (case-sensitive)")
+	for _, a := range strings.Split(actionList, ", ") {
 		if a != "list" {
 			assert.Contains(t, processActions, a, "the process tool handles %q", a)
 		}
 	}
+	assert.Len(t, processActions, len(strings.Split(actionList, ", "))-1, "and no other")
 }
 
 // TestSchemaMatchesRequestStructs checks that every JSON field of the request
 // structs is a schema property of the matching type, and vice versa.
 func TestSchemaMatchesRequestStructs(t *testing.T) {
-	schemaType := func(rt reflect.Type) any {
+	schemaType := func(name string, rt reflect.Type) any {
+		if name == "offset" || name == "limit" {
+			// Whole numbers in Go; JSON takes any number and floors it.
+			return "number"
+		}
 		if rt == reflect.TypeFor[*Number]() {
 			return []any{"number", "string"}
 		}
@@ -346,7 +356,7 @@ func TestSchemaMatchesRequestStructs(t *testing.T) {
 				if !assert.True(t, ok, "schema has property %q", name) {
 					continue
 				}
-				assert.Equal(t, schemaType(f.Type), p["type"], "type of %q", name)
+				assert.Equal(t, schemaType(name, f.Type), p["type"], "type of %q", name)
 				assert.NotEmpty(t, p["description"], "description of %q", name)
 				if f.Type.Kind() == reflect.Slice {
 					assert.Equal(t, map[string]any{"type": "string"}, p["items"], "items of %q", name)

@@ -25,10 +25,15 @@ func (sc *Scope) Key() string { return sc.key }
 // tool frameworks that hand over raw arguments. Arguments are first
 // validated against the tool's JSON Schema ([ToolDefinitions]): a violation
 // (wrong type, unknown field, value out of range) is a failure result that
-// names the field, so the model can correct itself. Malformed JSON and an
+// names the field, so the model can correct itself. An unknown process
+// action is not a violation: the process tool answers it with its
+// "Unknown action …" text, as [Scope.Process] does. Malformed JSON and an
 // unknown tool name are Go errors.
 func (sc *Scope) Call(ctx context.Context, tool string, args json.RawMessage) (*Result, error) {
 	if text := validateToolArgs(tool, args); text != "" {
+		if tool == ToolExec {
+			return execFailure(text), nil
+		}
 		return failure(text), nil
 	}
 	switch tool {
@@ -86,7 +91,7 @@ func decodeArgs(args json.RawMessage, v any) error {
 }
 
 // Number is a JSON number that also accepts a numeric string ("5000"), as
-// process timeouts do (SPEC §6).
+// process timeouts do.
 type Number float64
 
 // UnmarshalJSON accepts 5000, 5000.5 and "5000".

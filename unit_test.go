@@ -20,7 +20,7 @@ func TestDeriveName(t *testing.T) {
 		"  ":                             "",
 		`git commit -m "a message here"`: "git commit",
 		`grep -r "two words" .`:          "grep two words",
-		"cat " + strings.Repeat("a", 30) + strings.Repeat("b", 30): "cat " + strings.Repeat("a", 23) + "..." + strings.Repeat("b", 22),
+		"cat " + strings.Repeat("a", 30) + strings.Repeat("b", 30): "cat " + strings.Repeat("a", 22) + "..." + strings.Repeat("b", 22),
 		"tail -f -n 5": "tail 5",
 		"x -a -b":      "x -a",
 	}
@@ -29,7 +29,7 @@ func TestDeriveName(t *testing.T) {
 			assert.Equal(t, want, deriveName(cmd))
 		})
 	}
-	assert.Len(t, []rune(strings.TrimPrefix(deriveName("cat "+strings.Repeat("é", 100)), "cat ")), maxNameTarget)
+	assert.Len(t, []rune(strings.TrimPrefix(deriveName("cat "+strings.Repeat("é", 100)), "cat ")), maxNameTarget-1, "22 + 3 + 22 characters")
 }
 
 func TestCompactDuration(t *testing.T) {
@@ -67,6 +67,10 @@ func TestPageLines(t *testing.T) {
 		{"a window past the end is clipped", ptr(248), ptr(10), "248", "249", 2, false},
 		{"an offset past the end is empty", ptr(1000), nil, "", "", 0, false},
 		{"a huge limit returns everything", nil, ptr(1 << 50), "0", "249", 250, false},
+		{"a negative offset is 0", ptr(-3), ptr(2), "0", "1", 2, false},
+		{"a negative offset without limit runs to the end", ptr(-1), nil, "0", "249", 250, false},
+		{"a zero limit is empty", nil, ptr(0), "", "", 0, false},
+		{"a negative limit is empty", ptr(5), ptr(-1), "", "", 0, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

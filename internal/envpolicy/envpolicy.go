@@ -102,18 +102,22 @@ func (p Policy) FilterInherited(environ []string) []string {
 //     key and keys containing '=' or NUL) are invalid. Valid keys equal to
 //     PATH, to a dropped or override-only key, or starting with a dropped or
 //     override-only prefix (ASCII case-insensitive) are blocked.
-//   - Blocked keys are upper-cased; both halves are sorted and de-duplicated.
+//   - Blocked keys are upper-cased and de-duplicated; invalid keys are
+//     shown as typed. Each half is sorted case-insensitively (ties in byte
+//     order), so _JAVA_OPTIONS comes before HOME.
 //   - Only PATH blocked and nothing invalid:
 //     "Security Violation: Custom 'PATH' variable is forbidden during host execution."
 //   - Exactly one other blocked key and nothing invalid:
 //     "Security Violation: Environment variable '<KEY>' is forbidden during host execution."
-//   - Otherwise (several blocked keys, PATH with others, or any invalid key,
-//     even a single one):
+//   - PATH among other keys (blocked or invalid):
+//     "Security Violation: Custom 'PATH' variable is forbidden during host execution (blocked override keys: A, PATH; invalid non-portable override keys: x)."
+//   - Otherwise (several blocked keys, or any invalid key, even a single one):
 //     "Security Violation: blocked override keys: A, B; invalid non-portable override keys: x."
-//     with an empty half omitted. Invalid keys keep their case; a key that is
-//     empty, not valid UTF-8, or holds a space, control or non-graphic
-//     character, '"', ',' or ';' is shown Go-quoted (e.g. "" or "A\x00B"),
-//     others verbatim (e.g. A=B, 1ABC, é).
+//   - In both lists an empty half is omitted with its "; ". An invalid key
+//     that is empty, not valid UTF-8, or holds a space, control or
+//     non-graphic character, '"', ',' or ';' could not be read back from
+//     the list as typed, so it is shown Go-quoted (e.g. "" or "A\x00B");
+//     others are shown verbatim (e.g. A=B, 1abc, é).
 //   - When every key is acceptable but a value contains a NUL byte (which no
 //     process environment can carry), the result is
 //     "Environment variable '<KEY>' has a NUL byte in its value." for the
@@ -125,15 +129,17 @@ func (p Policy) ValidateOverrides(env map[string]string) string {
 	for key := range env {
 		switch {
 		case !isPortableKey(key):
-			invalid = append(invalid, displayInvalidKey(key))
+			invalid = append(invalid, key)
 		case p.isOverrideBlocked(key):
 			blocked = append(blocked, asciiUpper(key))
 		}
 	}
-	slices.Sort(blocked)
+	slices.SortFunc(blocked, compareFold)
 	blocked = slices.Compact(blocked)
-	slices.Sort(invalid)
-	invalid = slices.Compact(invalid)
+	slices.SortFunc(invalid, compareFold) // map keys: no duplicates
+	for i, key := range invalid {
+		invalid[i] = displayInvalidKey(key)
+	}
 
 	switch {
 	case len(blocked) == 0 && len(invalid) == 0:
@@ -143,21 +149,27 @@ func (p Policy) ValidateOverrides(env map[string]string) string {
 	case len(invalid) == 0 && len(blocked) == 1:
 		return "Security Violation: Environment variable '" + blocked[0] + "' is forbidden during host execution."
 	}
-	var b strings.Builder
-	b.WriteString(violationPrefix)
+	var halves []string
 	if len(blocked) > 0 {
-		b.WriteString(blockedHalf)
-		b.WriteString(strings.Join(blocked, ", "))
+		halves = append(halves, blockedHalf+strings.Join(blocked, ", "))
 	}
 	if len(invalid) > 0 {
-		if len(blocked) > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(invalidHalf)
-		b.WriteString(strings.Join(invalid, ", "))
+		halves = append(halves, invalidHalf+strings.Join(invalid, ", "))
 	}
-	b.WriteString(".")
-	return b.String()
+	keys := strings.Join(halves, "; ")
+	if slices.Contains(blocked, pathKey) {
+		return strings.TrimSuffix(pathText, ".") + " (" + keys + ")."
+	}
+	return violationPrefix + keys + "."
+}
+
+// compareFold orders keys case-insensitively, then by bytes, so the order
+// is total and equal keys are adjacent.
+func compareFold(a, b string) int {
+	if c := strings.Compare(strings.ToLower(a), strings.ToLower(b)); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
 }
 
 // nulValueText reports the first key (sorted) whose value holds a NUL byte.

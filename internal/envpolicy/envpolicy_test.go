@@ -406,10 +406,18 @@ func TestValidateOverrides(t *testing.T) {
 			"Security Violation: blocked override keys: EDITOR, LD_PRELOAD, PAGER."},
 		{"several blocked keys are de-duplicated", map[string]string{"HOME": "x", "home": "x", "PAGER": "x", "pager": "x"},
 			"Security Violation: blocked override keys: HOME, PAGER."},
-		{"PATH with another key uses the several format with PATH in the blocked half", map[string]string{"PATH": "x", "HOME": "x"},
-			"Security Violation: blocked override keys: HOME, PATH."},
-		{"PATH with an invalid key uses the several format", map[string]string{"PATH": "x", "1ABC": "x"},
-			"Security Violation: blocked override keys: PATH; invalid non-portable override keys: 1ABC."},
+		{"PATH with another key names PATH and lists the keys in parentheses", map[string]string{"PATH": "x", "HOME": "x"},
+			"Security Violation: Custom 'PATH' variable is forbidden during host execution (blocked override keys: HOME, PATH)."},
+		{"PATH with an invalid key names PATH and lists both halves in parentheses", map[string]string{"PATH": "x", "1ABC": "x"},
+			"Security Violation: Custom 'PATH' variable is forbidden during host execution (blocked override keys: PATH; invalid non-portable override keys: 1ABC)."},
+		{"lower-case path among several keys is upper-cased in the list", map[string]string{"path": "x", "pager": "x", "x-y": "x"},
+			"Security Violation: Custom 'PATH' variable is forbidden during host execution (blocked override keys: PAGER, PATH; invalid non-portable override keys: x-y)."},
+		{"blocked keys are sorted case-insensitively, so _ comes before letters", map[string]string{"HOME": "x", "_JAVA_OPTIONS": "x", "ZDOTDIR": "x"},
+			"Security Violation: blocked override keys: _JAVA_OPTIONS, HOME, ZDOTDIR."},
+		{"invalid keys are sorted case-insensitively and shown as typed", map[string]string{"b-2": "x", "A-3": "x", "a-1": "x", "B=0": "x"},
+			"Security Violation: invalid non-portable override keys: a-1, A-3, b-2, B=0."},
+		{"invalid keys differing only in case keep both spellings, upper case first", map[string]string{"x-Y": "x", "X-y": "x"},
+			"Security Violation: invalid non-portable override keys: X-y, x-Y."},
 		{"a single invalid key uses the several format with only the invalid half", map[string]string{"1ABC": "x"},
 			"Security Violation: invalid non-portable override keys: 1ABC."},
 		{"several invalid keys are sorted and keep their case", map[string]string{"x-y": "1", "A=B": "1", "1abc": "1"},
@@ -452,6 +460,13 @@ func TestValidateOverrides(t *testing.T) {
 		assert.Equal(t, singleKeyViolation("MY_SECRET"), q.ValidateOverrides(map[string]string{"my_secret": "x"}))
 		assert.Equal(t, singleKeyViolation("CORP_TOKEN"), q.ValidateOverrides(map[string]string{"Corp_Token": "x"}))
 		assert.Empty(t, p.ValidateOverrides(map[string]string{"MY_SECRET": "x"}), "the default policy is unaffected")
+	})
+
+	t.Run("PATH among several keys names PATH, with the blocked keys in parentheses", func(t *testing.T) {
+		q := Default()
+		q.OverrideOnlyKeys = append(q.OverrideOnlyKeys, "A")
+		assert.Equal(t, "Security Violation: Custom 'PATH' variable is forbidden during host execution (blocked override keys: A, PATH).",
+			q.ValidateOverrides(map[string]string{"a": "x", "PATH": "x"}))
 	})
 
 	t.Run("the input map is not modified", func(t *testing.T) {
