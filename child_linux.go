@@ -175,6 +175,15 @@ func outputPipe() (r, w *os.File, err error) {
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
+// closeOnExecAbove2 keeps every descriptor the host inherited without
+// close-on-exec from the next child: it marks every descriptor above
+// stderr close-on-exec. Go creates its own descriptors close-on-exec
+// already, and a child's 0-2 are set up by dup2, which clears the flag.
+func closeOnExecAbove2() {
+	// Best effort: without close_range (Linux 5.11) the inherited ones leak.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+}
+
 // startChild spawns spec. On error nothing is left running and every
 // descriptor is closed.
 func startChild(spec *spawnSpec) (sp *spawned, err error) {
@@ -234,11 +243,7 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = spec.cgroup.fd
 	}
-	// A descriptor the host inherited without close-on-exec must not reach
-	// the child: mark every descriptor above stderr close-on-exec. Go
-	// creates its own descriptors close-on-exec already, and the child's
-	// 0-2 are set up by dup2, which clears the flag.
-	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	closeOnExecAbove2()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -102,11 +102,11 @@
 //
 // If the embedding process dies without calling Close, even by SIGKILL,
 // its sessions do not live on as orphans. Each registry starts one small sh
-// watchdog process that holds the read end of a pipe only the host writes
-// to; when the pipe closes it SIGKILLs the registry's cgroup (and with it
-// every session cgroup inside) and every process group still listed. If
-// the watchdog itself dies while the registry is open (someone killed
-// it), the registry starts another and lists every group again. A
+// watchdog process that reads its lifeline, a Unix socket only the host
+// writes to; when the lifeline closes it SIGKILLs the registry's cgroup (and
+// with it every session cgroup inside) and every process group still
+// listed. If the watchdog itself dies while the registry is open (someone
+// killed it), the registry starts another and lists every group again. A
 // session in a cgroup is there from its first instruction (clone3 with
 // CLONE_INTO_CGROUP), so nothing more is needed for it. A session without
 // a cgroup is listed by process group right after the fork, and its shell
@@ -115,6 +115,20 @@
 // thread that the registry keeps locked for its whole life. (Forking there
 // costs a hop between threads, about 6 % of a spawn, which cgroup sessions
 // skip.)
+//
+// The watchdog takes orders only from its registry. Its sessions run as the
+// same user and can see it in /proc, but a socket, unlike a pipe, cannot be
+// opened again through /proc/<pid>/fd; the watchdog has a fixed argv, an
+// environment of PATH alone, / as its directory and no descriptor of the
+// host's but the lifeline; and it never runs what it reads: a line counts
+// only if it names one process group above 1 by its number. What remains
+// is ptrace: a process allowed to ptrace the watchdog or the host (the
+// same user where ptrace is not restricted, or CAP_SYS_PTRACE; that also
+// covers pidfd_getfd) can make either do anything, and a session may
+// signal the watchdog like any process of its user (a killed watchdog is
+// replaced; a stopped one is not noticed). Where sessions must not touch
+// the host, run them as another user or in a sandbox: that is the
+// boundary, not the watchdog.
 //
 // # Descriptors
 //
