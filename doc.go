@@ -88,7 +88,15 @@
 // entered at clone time, and its end goes through cgroup.kill: children
 // that called setsid or setpgid, or double-forked, end too. An emptied
 // session cgroup that was never killed is kept for the next session (at
-// most four per registry); any other is removed. NewRegistry first clones
+// most four per registry); any other is removed. Containment fails closed:
+// a cgroup counts as empty only once its cgroup.events was read and said
+// so, and a process group is gone only when kill(2) says ESRCH. When a
+// cgroup file cannot be opened, read or written (the host has no free
+// descriptor, say), the kill escalates to cgroup.kill, kill answers
+// "Termination requested" with a warning that names the error instead of
+// "Killed session", and the cgroup is never reused: the registry's sweeper
+// kills it again every second until it is seen empty, and Close kills it
+// at the latest. NewRegistry first clones
 // one short shell into a test cgroup: some kernels (6.18 among them)
 // SIGKILL every child cloned into a new cgroup once the host's own cgroup
 // has been killed before, and there containment falls back to process

@@ -182,7 +182,9 @@ func (r *Registry) spawnContained(spec *spawnSpec) (*spawned, error) {
 	sp, err := r.spawnChild(spec)
 	if spec.cgroup != nil {
 		if err != nil {
-			_ = spec.cgroup.remove(0)
+			if spec.cgroup.remove(0) != nil {
+				kick(r.sweepKick) // the sweeper retries it
+			}
 			spec.cgroup = nil
 		} else {
 			spec.cgroup.closeFD() // only the clone needed it
@@ -308,13 +310,24 @@ func kick(c chan struct{}) {
 	}
 }
 
+// dirtyRetry is how often the sweeper retries the kill of a session cgroup
+// that could not be seen empty, and dirtyBound how long each try waits.
+const (
+	dirtyRetry = time.Second
+	dirtyBound = 100 * time.Millisecond
+)
+
 // sweep is the registry's single reaper: it forgets backgrounded sessions
-// whose end is older than the TTL, sleeping until the next expiry.
+// whose end is older than the TTL, sleeping until the next expiry, and
+// kills session cgroups again that could not be seen empty, until they are.
 func (r *Registry) sweep() {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
 		next := r.reapExpired(time.Now())
+		if r.cgroups != nil && r.cgroups.retryDirty(dirtyBound) > 0 {
+			next = min(next, dirtyRetry)
+		}
 		t.Reset(next)
 		select {
 		case <-r.stop:
