@@ -155,8 +155,9 @@
 // a read. Timeouts and kill escalation use runtime timers, not goroutines.
 // All exported methods of [Registry], [Scope] and [Queue] are safe for
 // concurrent use. [Registry.Close] kills every running session, waits for
-// every goroutine the registry started (including an in-flight Notifier
-// call), and is idempotent. Nothing is written to disk; sessions are lost
+// every goroutine the registry started, and is idempotent; a Notifier call
+// in flight is waited for only until Close's context ends (see
+// [Registry.Close]). Nothing is written to disk; sessions are lost
 // when the process exits.
 //
 // # Errors
