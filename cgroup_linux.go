@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,8 +42,9 @@ const (
 type cgroupRoot struct {
 	dir string
 
-	mu     sync.Mutex // guards spare and closed
+	mu     sync.Mutex // guards spare, dirty and closed
 	spare  []string   // emptied session cgroups kept for reuse
+	dirty  []string   // session cgroups not seen empty or not removed: never reused, retried
 	closed bool
 }
 
@@ -74,6 +76,49 @@ func (r *cgroupRoot) keepSpare(dir string) bool {
 	}
 	r.spare = append(r.spare, dir)
 	return true
+}
+
+// keepDirty records a session cgroup that could not be seen empty (or
+// removed), so that it is never reused and retryDirty kills it again. It is
+// a no-op on a nil root.
+func (r *cgroupRoot) keepDirty(dir string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dirty = append(r.dirty, dir)
+}
+
+// retryDirty kills what is left in each dirty session cgroup, waits at most
+// bound for each to empty, removes those that did, and reports how many
+// are left.
+func (r *cgroupRoot) retryDirty(bound time.Duration) int {
+	r.mu.Lock()
+	dirty := r.dirty
+	r.dirty = nil
+	r.mu.Unlock()
+	if len(dirty) == 0 {
+		return 0
+	}
+	var left []string
+	for _, dir := range dirty {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			continue // the watchdog removed it
+		}
+		c := &sessionCgroup{dir: dir, fd: -1}
+		if c.settle(bound) != nil {
+			left = append(left, dir)
+			continue
+		}
+		if err := unix.Rmdir(dir); err != nil && err != unix.ENOENT {
+			left = append(left, dir)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dirty = append(r.dirty, left...)
+	return len(r.dirty)
 }
 
 // findCgroup2Dir returns the directory of this process's cgroup in the
@@ -224,102 +269,148 @@ func (c *sessionCgroup) closeFD() {
 	}
 }
 
+// Every reader and writer of a cgroup file below fails closed: a cgroup is
+// empty only once cgroup.events was read and said so. When a file cannot
+// be opened, read or written (no free descriptor, say), the cgroup counts
+// as populated, so a kill escalates rather than stops, the end of the
+// session is not reported as certain, and the cgroup is never reused.
+
 // kill SIGKILLs every process in the cgroup, wherever its process group.
 func (c *sessionCgroup) kill() error {
 	c.killed.Store(true)
-	fd, err := unix.Open(c.dir+"/cgroup.kill", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	path := c.dir + "/cgroup.kill"
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	_, err = unix.Write(fd, []byte("1"))
-	return err
+	if _, err := unix.Write(fd, []byte("1")); err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
 }
 
-// killLeft SIGKILLs every process in the cgroup unless it is empty. It looks
-// at cgroup.events first: when the leader has exited, usually nothing is
-// left, and the look costs less than a kill.
-func (c *sessionCgroup) killLeft() {
+// killLeft SIGKILLs every process in the cgroup unless it was seen empty.
+// It looks at cgroup.events first: when the leader has exited, usually
+// nothing is left, and the look costs less than a kill. A cgroup it cannot
+// look at is killed.
+func (c *sessionCgroup) killLeft() error {
 	if c.emptied.Load() {
-		return
+		return nil
 	}
-	if !c.populated() {
+	if pop, err := c.populated(); err == nil && !pop {
 		c.emptied.Store(true)
-		return
+		return nil
 	}
-	_ = c.kill()
+	return c.kill()
 }
 
 // signal sends sig to every process in the cgroup.
-func (c *sessionCgroup) signal(sig unix.Signal) {
+func (c *sessionCgroup) signal(sig unix.Signal) error {
 	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
 	if err != nil {
-		return
+		return err
 	}
 	for _, f := range strings.Fields(string(b)) {
 		if pid, err := strconv.Atoi(f); err == nil {
-			_ = unix.Kill(pid, sig)
+			_ = unix.Kill(pid, sig) // Best effort: it may have exited since.
 		}
 	}
+	return nil
 }
 
-// populated reports whether any process is still in the cgroup.
-func (c *sessionCgroup) populated() bool {
-	fd, err := unix.Open(c.dir+"/cgroup.events", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+// populated reports whether any process is still in the cgroup. When it
+// cannot tell, it reports true and the reason.
+func (c *sessionCgroup) populated() (bool, error) {
+	path := c.dir + "/cgroup.events"
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return true, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
 	return eventsPopulated(fd)
 }
 
 // eventsPopulated reads an open cgroup.events from its start. The file is
-// two short lines ("populated N", "frozen N").
-func eventsPopulated(fd int) bool {
+// two short lines ("populated N", "frozen N"). When it cannot tell, it
+// reports true and the reason.
+func eventsPopulated(fd int) (bool, error) {
 	var buf [128]byte
 	n, err := unix.Pread(fd, buf[:], 0)
-	if err != nil || n <= 0 {
-		return false
+	if err != nil {
+		return true, os.NewSyscallError("read cgroup.events", err)
 	}
-	return strings.Contains(string(buf[:n]), "populated 1")
-}
-
-// remove kills what is left, waits (bounded) for the cgroup to empty, and
-// then keeps it as a spare or deletes it. The wait is event-driven:
-// cgroup.events signals POLLPRI when "populated" changes.
-func (c *sessionCgroup) remove(bound time.Duration) error {
-	defer c.closeFD()
-	empty := c.emptied.Load() || !c.populated()
-	if !empty {
-		_ = c.kill()
-		ev, err := unix.Open(c.dir+"/cgroup.events", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			deadline := time.Now().Add(bound)
-			for !empty {
-				if empty = !eventsPopulated(ev); empty {
-					break
-				}
-				left := time.Until(deadline)
-				if left <= 0 {
-					break
-				}
-				fds := []unix.PollFd{{Fd: int32(ev), Events: unix.POLLPRI}}
-				_, _ = unix.Poll(fds, int(left/time.Millisecond)+1)
-			}
-			_ = unix.Close(ev)
+	for _, line := range strings.Split(string(buf[:n]), "\n") {
+		switch line {
+		case "populated 0":
+			return false, nil
+		case "populated 1":
+			return true, nil
 		}
 	}
-	if empty && !c.killed.Load() && c.root != nil && c.root.keepSpare(c.dir) {
+	return true, fmt.Errorf("no populated line in cgroup.events: %q", buf[:n])
+}
+
+// settle kills what is left in the cgroup and waits, at most bound, to see
+// it empty. Nil means it was seen empty; an error means processes may
+// still run in it. The wait is event-driven: cgroup.events signals POLLPRI
+// when "populated" changes.
+func (c *sessionCgroup) settle(bound time.Duration) error {
+	if err := c.killLeft(); err != nil {
+		return err
+	}
+	if c.emptied.Load() {
+		return nil
+	}
+	path := c.dir + "/cgroup.events"
+	ev, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(ev)
+	deadline := time.Now().Add(bound)
+	for {
+		pop, err := eventsPopulated(ev)
+		if err == nil && !pop {
+			c.emptied.Store(true)
+			return nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			if err == nil {
+				err = fmt.Errorf("%s still populated %v after cgroup.kill", c.dir, bound)
+			}
+			return err
+		}
+		fds := []unix.PollFd{{Fd: int32(ev), Events: unix.POLLPRI}}
+		if _, err := unix.Poll(fds, int(left/time.Millisecond)+1); err != nil && err != unix.EINTR {
+			return os.NewSyscallError("poll cgroup.events", err)
+		}
+	}
+}
+
+// remove settles the cgroup (bound limits the wait) and then keeps it as a
+// spare or deletes it. An error means it could not be seen empty: it is
+// then never reused, and the registry retries the kill (retryDirty).
+func (c *sessionCgroup) remove(bound time.Duration) error {
+	defer c.closeFD()
+	if err := c.settle(bound); err != nil {
+		c.root.keepDirty(c.dir)
+		return err
+	}
+	if !c.killed.Load() && c.root != nil && c.root.keepSpare(c.dir) {
 		return nil
 	}
 	if err := unix.Rmdir(c.dir); err != nil {
-		return &os.PathError{Op: "rmdir", Path: c.dir, Err: err}
+		// Seen empty, so nothing of the session runs; retry the rmdir.
+		c.root.keepDirty(c.dir)
 	}
 	return nil
 }
 
-// remove deletes the spare session cgroups and the registry's cgroup; call
-// it once every session's cgroup is removed.
+// remove deletes the spare and dirty session cgroups (dirty ones after a
+// last kill) and the registry's cgroup; call it once every session's
+// cgroup is removed.
 func (r *cgroupRoot) remove() error {
 	r.mu.Lock()
 	r.closed = true
@@ -327,7 +418,10 @@ func (r *cgroupRoot) remove() error {
 	r.spare = nil
 	r.mu.Unlock()
 	for _, dir := range spare {
-		_ = unix.Rmdir(dir)
+		_ = unix.Rmdir(dir) // Best effort: the root's rmdir below reports it.
+	}
+	if n := r.retryDirty(time.Second); n > 0 {
+		return fmt.Errorf("bgexec: %d session cgroups could not be emptied", n)
 	}
 	return os.Remove(r.dir)
 }

@@ -48,8 +48,9 @@ type osChild struct {
 	cg       *sessionCgroup // nil without cgroup containment
 	watchdog *watchdog      // learns the pgid, to kill it if this process dies
 
-	mu     sync.Mutex // guards reaped
-	reaped bool       // after reaping, the pgid may be reused: never signal it
+	mu      sync.Mutex // guards reaped and killErr
+	reaped  bool       // after reaping, the pgid may be reused: never signal it
+	killErr error      // why the last SIGKILL may have missed a process; nil if it did not
 }
 
 func (c *osChild) pid() int { return c.leader }
@@ -105,23 +106,29 @@ func (c *osChild) waitNoReap() error {
 	}
 }
 
+// signalGroup signals the process group, and the cgroup when there is one.
+// Only ESRCH means the group is gone; any other error means some of it may
+// still run, and for SIGKILL it is kept for release to report.
 func (c *osChild) signalGroup(sig syscall.Signal) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reaped {
 		return nil
 	}
-	err := unix.Kill(-c.pid(), sig)
-	if errors.Is(err, unix.ESRCH) {
-		err = nil
+	var err error
+	if kerr := unix.Kill(-c.pid(), sig); kerr != nil && !errors.Is(kerr, unix.ESRCH) {
+		err = fmt.Errorf("signal process group %d: %w", c.pid(), kerr)
 	}
 	if c.cg != nil {
 		// Also reach processes that left the group (setsid, double fork).
 		if sig == unix.SIGKILL {
-			c.cg.killLeft()
+			err = errors.Join(err, c.cg.killLeft())
 		} else {
-			c.cg.signal(sig)
+			err = errors.Join(err, c.cg.signal(sig))
 		}
+	}
+	if sig == unix.SIGKILL {
+		c.killErr = err
 	}
 	return err
 }
@@ -151,11 +158,17 @@ func (c *osChild) reap() (syscall.WaitStatus, error) {
 	return c.cmd.ProcessState.Sys().(syscall.WaitStatus), nil
 }
 
-// release removes the session's cgroup once its processes are gone.
-func (c *osChild) release() {
+// release removes the session's cgroup once its processes are gone. An
+// error means some may still run: the cgroup was not seen empty (it is
+// then kept from reuse and killed again later), or, without a cgroup, the
+// last SIGKILL of the process group failed.
+func (c *osChild) release() error {
 	if c.cg != nil {
-		_ = c.cg.remove(time.Second)
+		return c.cg.remove(time.Second)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.killErr
 }
 
 // outputPipe returns a pipe for a child's output. Only the read end, which
@@ -173,6 +186,15 @@ func outputPipe() (r, w *os.File, err error) {
 		return nil, nil, os.NewSyscallError("fcntl", err)
 	}
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+}
+
+// closeOnExecAbove2 keeps every descriptor the host inherited without
+// close-on-exec from the next child: it marks every descriptor above
+// stderr close-on-exec. Go creates its own descriptors close-on-exec
+// already, and a child's 0-2 are set up by dup2, which clears the flag.
+func closeOnExecAbove2() {
+	// Best effort: without close_range (Linux 5.11) the inherited ones leak.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 }
 
 // startChild spawns spec. On error nothing is left running and every
@@ -234,11 +256,7 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = spec.cgroup.fd
 	}
-	// A descriptor the host inherited without close-on-exec must not reach
-	// the child: mark every descriptor above stderr close-on-exec. Go
-	// creates its own descriptors close-on-exec already, and the child's
-	// 0-2 are set up by dup2, which clears the flag.
-	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	closeOnExecAbove2()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 package bgexec
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,8 +60,10 @@ func TestCgroupContainment(t *testing.T) {
 	assert.True(t, pidGone(t, pid), "the setsid escaper ended with the cgroup")
 	waitExit(t, sc, id)
 	if _, err := os.Stat(dirs[0]); err == nil {
-		assert.Equal(t, []string{dirs[0]}, spareCgroups(reg), "the emptied session cgroup is removed or kept as a spare")
-		assert.False(t, (&sessionCgroup{dir: dirs[0]}).populated(), "a spare cgroup is empty")
+		assert.Equal(t, []string{dirs[0]}, spareCgroups(reg.cgroups), "the emptied session cgroup is removed or kept as a spare")
+		pop, err := (&sessionCgroup{dir: dirs[0]}).populated()
+		assert.NoError(t, err)
+		assert.False(t, pop, "a spare cgroup is empty")
 	}
 
 	require.NoError(t, reg.Close(testCtx(t)))
@@ -66,11 +71,11 @@ func TestCgroupContainment(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "the registry cgroup is removed on Close")
 }
 
-// spareCgroups lists the registry's spare session cgroups.
-func spareCgroups(reg *Registry) []string {
-	reg.cgroups.mu.Lock()
-	defer reg.cgroups.mu.Unlock()
-	return slices.Clone(reg.cgroups.spare)
+// spareCgroups lists the spare session cgroups of a registry's cgroup.
+func spareCgroups(r *cgroupRoot) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.spare)
 }
 
 func TestSessionCgroupsAreReused(t *testing.T) {
@@ -101,7 +106,7 @@ func TestSessionCgroupsAreReused(t *testing.T) {
 		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 		waitExit(t, sc, id)
 	}
-	spare := spareCgroups(reg)
+	spare := spareCgroups(reg.cgroups)
 	assert.Len(t, spare, maxSpareCgroups, "emptied cgroups kept for reuse")
 	dirs, _ := filepath.Glob(filepath.Join(root, "s-*"))
 	assert.ElementsMatch(t, spare, dirs, "every other session cgroup is removed")
@@ -110,7 +115,7 @@ func TestSessionCgroupsAreReused(t *testing.T) {
 	res := mustExec(t, sc, &ExecRequest{Command: "grep '^0::' /proc/self/cgroup"})
 	require.Equal(t, StatusCompleted, res.Details.Status, res.Text())
 	assert.Contains(t, spare, filepath.Join(root, cgroupOf(res.Text())))
-	assert.Len(t, spareCgroups(reg), maxSpareCgroups, "and gives it back when it ends")
+	assert.Len(t, spareCgroups(reg.cgroups), maxSpareCgroups, "and gives it back when it ends")
 
 	require.NoError(t, reg.Close(testCtx(t)))
 	_, err := os.Stat(root)
@@ -134,7 +139,7 @@ func TestKilledCgroupsAreNotReused(t *testing.T) {
 	res := waitExit(t, sc, id)
 	require.Equal(t, "SIGKILL", res.Details.ExitSignal, "the grace ran out: %s", res.Text())
 	require.True(t, s.c.(*osChild).cg.killed.Load(), "the cgroup was killed")
-	assert.NotContains(t, spareCgroups(reg), s.c.(*osChild).cg.dir)
+	assert.NotContains(t, spareCgroups(reg.cgroups), s.c.(*osChild).cg.dir)
 	for range 2 * maxSpareCgroups {
 		res := mustExec(t, sc, &ExecRequest{Command: "echo ok"})
 		require.Equal(t, "ok", res.Text())
@@ -183,4 +188,287 @@ func TestInheritedDescriptorsDoNotReachChildren(t *testing.T) {
 		require.Contains(t, res.Text(), "listed")
 		assert.NotContains(t, res.Text(), "inherit-marker", "pty=%v stdin=%q", req.PTY, req.Stdin)
 	}
+}
+
+// exhaustFDs leaves this process without a free descriptor: it lowers the
+// soft RLIMIT_NOFILE to limit and fills every free slot below it, so every
+// open fails with EMFILE, even after descriptors at or above limit are
+// closed. restore undoes both. Only for a helper process: every goroutine
+// of the process is affected.
+func exhaustFDs(limit int) (restore func(), err error) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return nil, err
+	}
+	var fillers []int
+	restore = func() {
+		for _, fd := range fillers {
+			_ = unix.Close(fd)
+		}
+		_ = unix.Setrlimit(unix.RLIMIT_NOFILE, &lim)
+	}
+	low := lim
+	low.Cur = uint64(limit)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+		return nil, err
+	}
+	for {
+		fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == unix.EMFILE {
+			return restore, nil
+		}
+		if err != nil {
+			restore()
+			return nil, err
+		}
+		fillers = append(fillers, fd)
+	}
+}
+
+// helperExhaustedKill is the "exhausted-kill" helper. In a registry of its
+// own (containment rest[0]: "required" or "off") it starts a session whose
+// setsid child ignores SIGTERM, kills the session while this process has
+// no free descriptor, gives the descriptors back, and prints what it saw
+// as "key: value" lines.
+func helperExhaustedKill(rest []string) int {
+	cfg := Config{YieldMs: MaxYieldMs, KillGrace: 100 * time.Millisecond, DrainTimeout: 200 * time.Millisecond, Containment: ContainmentRequired}
+	if rest[0] == "off" {
+		cfg.Containment = ContainmentOff
+	}
+	reg, err := NewRegistry(cfg)
+	if err != nil {
+		fmt.Println("registry:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc := reg.Scope("a")
+	res, err := sc.Exec(ctx, &ExecRequest{Command: "setsid " + helper("ignore-term") + " & echo escaper $!; exec sleep 300", Background: true})
+	if err != nil || res.Details.Status != StatusRunning {
+		fmt.Println("exec:", err, res)
+		return 1
+	}
+	id := res.Details.SessionID
+	pids, err := awaitKeys(ctx, sc, id, "escaper")
+	if err != nil {
+		fmt.Println("escaper:", err)
+		return 1
+	}
+	escaper := pids["escaper"]
+	ready, err := sc.Process(ctx, &ProcessRequest{Action: "wait", SessionID: id, Pattern: "^ready$", Timeout: ptr(Number(20000))})
+	if err != nil || ready.Details.Condition != "pattern" {
+		fmt.Println("ready:", err, ready)
+		return 1
+	}
+	s := sessionOf(reg, id)
+	dirty := ""
+	if reg.cgroups != nil {
+		dirty = s.c.(*osChild).cg.dir
+	}
+	// The session frees its pipes and pidfd before it looks at its cgroup
+	// for the last time: those slots must not help it.
+	first := -1
+	for _, f := range append(s.outputs, s.c.(*osChild).pidfd) {
+		rc, err := f.(*os.File).SyscallConn()
+		if err != nil {
+			fmt.Println("fd:", err)
+			return 1
+		}
+		_ = rc.Control(func(fd uintptr) {
+			if first < 0 || int(fd) < first {
+				first = int(fd)
+			}
+		})
+	}
+	restore, err := exhaustFDs(first)
+	if err != nil {
+		fmt.Println("exhaust:", err)
+		return 1
+	}
+	kill, err := sc.Process(ctx, &ProcessRequest{Action: "kill", SessionID: id})
+	survived := unix.Kill(escaper, 0) == nil
+	restore()
+	if err != nil {
+		fmt.Println("kill:", err)
+		return 1
+	}
+	fmt.Printf("kill: %q\n", kill.Text())
+	fmt.Println("escaper alive after the kill:", survived)
+
+	if dirty != "" {
+		fmt.Println("kept as a spare:", slices.Contains(spareCgroups(reg.cgroups), dirty))
+		next, err := sc.Exec(ctx, &ExecRequest{Command: "grep '^0::' /proc/self/cgroup"})
+		if err != nil {
+			fmt.Println("next:", err)
+			return 1
+		}
+		fmt.Println("next session in the same cgroup:", strings.HasSuffix(strings.TrimSpace(next.Text()), "/"+filepath.Base(dirty)))
+		gone, err := waitPidExit(escaper, 10*time.Second)
+		fmt.Println("escaper killed once descriptors are back:", gone || errors.Is(err, unix.ESRCH))
+	} else if fd, err := unix.PidfdOpen(escaper, 0); err == nil {
+		// Without cgroups it survives, as documented; end it here.
+		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		_ = unix.Close(fd)
+		_, _ = waitPidExit(escaper, 10*time.Second)
+	}
+	fmt.Println("close:", reg.Close(ctx))
+	return 0
+}
+
+// A kill while the host has no free descriptor cannot read the session's
+// cgroup or /proc. It must not report an end it could not see, and a
+// cgroup it could not see empty must never be handed to the next session.
+func TestKillFailsClosedWithoutDescriptors(t *testing.T) {
+	haveCgroups := cgroupsAvailable(t)
+	for _, mode := range []string{"required", "off"} {
+		t.Run("containment "+mode, func(t *testing.T) {
+			if mode == "required" && !haveCgroups {
+				t.Skip("cgroup v2 containment is not available here")
+			}
+			cmd := exec.CommandContext(testCtx(t), os.Args[0], "exhausted-kill", mode)
+			cmd.Env = append(os.Environ(), helperEnv+"=1")
+			cmd.Stderr = os.Stderr
+			out, err := cmd.Output()
+			require.NoError(t, err, "%s", out)
+			t.Logf("%s", out)
+			got := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				k, v, _ := strings.Cut(line, ": ")
+				got[k] = v
+			}
+			kill, err := strconv.Unquote(got["kill"])
+			require.NoError(t, err, got["kill"])
+			assert.Equal(t, "<nil>", got["close"])
+			if mode == "off" {
+				assert.Regexp(t, `^Killed session \S+\.\nWarning: could not list the session's processes before the kill \(.*too many open files\); a process that left the process group may have escaped\.$`, kill)
+				return
+			}
+			assert.Regexp(t, `^Termination requested for session \S+\.\nWarning: the end of every process of the session could not be confirmed \(.*too many open files\)`, kill)
+			assert.Equal(t, "true", got["escaper alive after the kill"], "the escaper was out of reach")
+			assert.Equal(t, "false", got["kept as a spare"], "a cgroup not seen empty is not kept for reuse")
+			assert.Equal(t, "false", got["next session in the same cgroup"], "nor handed to the next session")
+			assert.Equal(t, "true", got["escaper killed once descriptors are back"])
+		})
+	}
+}
+
+// Every reader and writer of a cgroup file fails closed: what cannot be
+// read counts as populated, and what could not be seen empty is neither
+// reported as ended nor reused. Regular files stand in for cgroup files.
+func TestCgroupFilesFailClosed(t *testing.T) {
+	// fakeCgroup makes a directory holding the given files.
+	fakeCgroup := func(t *testing.T, files map[string]string) string {
+		dir := t.TempDir()
+		for name, text := range files {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600))
+		}
+		return dir
+	}
+	missing := filepath.Join(t.TempDir(), "gone")
+	events := func(t *testing.T, text string) (bool, error) {
+		f, err := os.Open(filepath.Join(fakeCgroup(t, map[string]string{"cgroup.events": text}), "cgroup.events"))
+		require.NoError(t, err)
+		defer f.Close()
+		return eventsPopulated(int(f.Fd()))
+	}
+
+	t.Run("cgroup.events says populated 0 or 1", func(t *testing.T) {
+		pop, err := events(t, "populated 0\nfrozen 0\n")
+		assert.NoError(t, err)
+		assert.False(t, pop)
+		pop, err = events(t, "populated 1\nfrozen 0\n")
+		assert.NoError(t, err)
+		assert.True(t, pop)
+	})
+	t.Run("a cgroup.events without a populated line counts as populated", func(t *testing.T) {
+		for _, text := range []string{"", "frozen 0\n", "populated 2\n", "populated 01\n"} {
+			pop, err := events(t, text)
+			assert.Error(t, err, "%q", text)
+			assert.True(t, pop, "%q", text)
+		}
+	})
+	t.Run("a cgroup.events that cannot be read counts as populated", func(t *testing.T) {
+		pop, err := eventsPopulated(-1)
+		assert.ErrorIs(t, err, unix.EBADF)
+		assert.True(t, pop)
+	})
+	t.Run("a cgroup.events that cannot be opened counts as populated", func(t *testing.T) {
+		pop, err := (&sessionCgroup{dir: missing, fd: -1}).populated()
+		assert.ErrorIs(t, err, os.ErrNotExist)
+		assert.True(t, pop)
+	})
+	t.Run("killLeft kills a cgroup it cannot look at, and reports a kill that failed", func(t *testing.T) {
+		c := &sessionCgroup{dir: missing, fd: -1}
+		assert.ErrorIs(t, c.killLeft(), os.ErrNotExist)
+		assert.True(t, c.killed.Load(), "the kill was tried")
+		assert.False(t, c.emptied.Load())
+	})
+	t.Run("killLeft leaves a cgroup seen empty alone", func(t *testing.T) {
+		c := &sessionCgroup{dir: fakeCgroup(t, map[string]string{"cgroup.events": "populated 0\n"}), fd: -1}
+		assert.NoError(t, c.killLeft())
+		assert.True(t, c.emptied.Load())
+		assert.False(t, c.killed.Load())
+	})
+	t.Run("signal reports a cgroup.procs it cannot read", func(t *testing.T) {
+		assert.ErrorIs(t, (&sessionCgroup{dir: missing, fd: -1}).signal(unix.SIGTERM), os.ErrNotExist)
+	})
+	t.Run("settle reports a cgroup still populated when the bound ends", func(t *testing.T) {
+		c := &sessionCgroup{dir: fakeCgroup(t, map[string]string{"cgroup.events": "populated 1\n", "cgroup.kill": ""}), fd: -1}
+		assert.ErrorContains(t, c.settle(0), "still populated")
+		assert.True(t, c.killed.Load())
+	})
+	t.Run("remove never keeps a cgroup it could not see empty, and retryDirty retries it", func(t *testing.T) {
+		root := &cgroupRoot{dir: t.TempDir()}
+		stuck := fakeCgroup(t, map[string]string{"cgroup.events": "populated 1\n", "cgroup.kill": ""})
+		for _, dir := range []string{missing, stuck} {
+			c := &sessionCgroup{root: root, dir: dir, fd: -1}
+			assert.Error(t, c.remove(0), dir)
+		}
+		assert.Empty(t, spareCgroups(root), "no spare")
+		assert.Equal(t, []string{missing, stuck}, dirtyCgroups(root))
+		assert.Equal(t, 1, root.retryDirty(0), "a cgroup that is gone is forgotten; one still populated is kept")
+		assert.Equal(t, []string{stuck}, dirtyCgroups(root))
+	})
+	t.Run("remove keeps a cgroup seen empty and never killed as a spare", func(t *testing.T) {
+		root := &cgroupRoot{dir: t.TempDir()}
+		dir := fakeCgroup(t, map[string]string{"cgroup.events": "populated 0\n"})
+		assert.NoError(t, (&sessionCgroup{root: root, dir: dir, fd: -1}).remove(0))
+		assert.Equal(t, []string{dir}, spareCgroups(root))
+		assert.Empty(t, dirtyCgroups(root))
+	})
+}
+
+// dirtyCgroups lists the session cgroups a registry could not see empty.
+func dirtyCgroups(r *cgroupRoot) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.dirty)
+}
+
+// Only ESRCH means a process group is gone; a cgroup kill that failed is
+// kept for release to report.
+func TestProcessGroupChecksFailClosed(t *testing.T) {
+	// Above the largest pid_max (2^22): no such group can exist.
+	const noGroup = 1<<22 + 1
+	t.Run("a group that does not exist is gone", func(t *testing.T) {
+		c := &osChild{leader: noGroup}
+		assert.NoError(t, c.signalGroup(unix.SIGKILL))
+		assert.NoError(t, c.release())
+	})
+	t.Run("a failed cgroup kill is reported by signalGroup and release", func(t *testing.T) {
+		root := &cgroupRoot{dir: t.TempDir()}
+		c := &osChild{leader: noGroup, cg: &sessionCgroup{root: root, dir: filepath.Join(t.TempDir(), "gone"), fd: -1}}
+		assert.ErrorIs(t, c.signalGroup(unix.SIGKILL), os.ErrNotExist)
+		assert.ErrorIs(t, c.release(), os.ErrNotExist)
+		assert.Len(t, dirtyCgroups(root), 1)
+	})
+	t.Run("a process whose /proc entry is gone is gone; other errors are not", func(t *testing.T) {
+		_, err := readStat(noGroup)
+		assert.True(t, procGone(err), "%v", err)
+		assert.True(t, procGone(syscall.ESRCH))
+		assert.False(t, procGone(&os.PathError{Op: "open", Path: "/proc/1/stat", Err: syscall.EMFILE}))
+		alive, err := procRef{pid: noGroup}.alive()
+		assert.Error(t, err)
+		assert.False(t, alive)
+	})
 }

@@ -99,7 +99,15 @@
 // entered at clone time, and its end goes through cgroup.kill: children
 // that called setsid or setpgid, or double-forked, end too. An emptied
 // session cgroup that was never killed is kept for the next session (at
-// most four per registry); any other is removed. NewRegistry first clones
+// most four per registry); any other is removed. Containment fails closed:
+// a cgroup counts as empty only once its cgroup.events was read and said
+// so, and a process group is gone only when kill(2) says ESRCH. When a
+// cgroup file cannot be opened, read or written (the host has no free
+// descriptor, say), the kill escalates to cgroup.kill, kill answers
+// "Termination requested" with a warning that names the error instead of
+// "Killed session", and the cgroup is never reused: the registry's sweeper
+// kills it again every second until it is seen empty, and Close kills it
+// at the latest. NewRegistry first clones
 // one short shell into a test cgroup: some kernels (6.18 among them)
 // SIGKILL every child cloned into a new cgroup once the host's own cgroup
 // has been killed before, and there containment falls back to process
@@ -113,11 +121,11 @@
 //
 // If the embedding process dies without calling Close, even by SIGKILL,
 // its sessions do not live on as orphans. Each registry starts one small sh
-// watchdog process that holds the read end of a pipe only the host writes
-// to; when the pipe closes it SIGKILLs the registry's cgroup (and with it
-// every session cgroup inside) and every process group still listed. If
-// the watchdog itself dies while the registry is open (someone killed
-// it), the registry starts another and lists every group again. A
+// watchdog process that reads its lifeline, a Unix socket only the host
+// writes to; when the lifeline closes it SIGKILLs the registry's cgroup (and
+// with it every session cgroup inside) and every process group still
+// listed. If the watchdog itself dies while the registry is open (someone
+// killed it), the registry starts another and lists every group again. A
 // session in a cgroup is there from its first instruction (clone3 with
 // CLONE_INTO_CGROUP), so nothing more is needed for it. A session without
 // a cgroup is listed by process group right after the fork, and its shell
@@ -126,6 +134,20 @@
 // thread that the registry keeps locked for its whole life. (Forking there
 // costs a hop between threads, about 6 % of a spawn, which cgroup sessions
 // skip.)
+//
+// The watchdog takes orders only from its registry. Its sessions run as the
+// same user and can see it in /proc, but a socket, unlike a pipe, cannot be
+// opened again through /proc/<pid>/fd; the watchdog has a fixed argv, an
+// environment of PATH alone, / as its directory and no descriptor of the
+// host's but the lifeline; and it never runs what it reads: a line counts
+// only if it names one process group above 1 by its number. What remains
+// is ptrace: a process allowed to ptrace the watchdog or the host (the
+// same user where ptrace is not restricted, or CAP_SYS_PTRACE; that also
+// covers pidfd_getfd) can make either do anything, and a session may
+// signal the watchdog like any process of its user (a killed watchdog is
+// replaced; a stopped one is not noticed). Where sessions must not touch
+// the host, run them as another user or in a sandbox: that is the
+// boundary, not the watchdog.
 //
 // # Descriptors
 //
@@ -144,8 +166,9 @@
 // a read. Timeouts and kill escalation use runtime timers, not goroutines.
 // All exported methods of [Registry], [Scope] and [Queue] are safe for
 // concurrent use. [Registry.Close] kills every running session, waits for
-// every goroutine the registry started (including an in-flight Notifier
-// call), and is idempotent. Nothing is written to disk; sessions are lost
+// every goroutine the registry started, and is idempotent; a Notifier call
+// in flight is waited for only until Close's context ends (see
+// [Registry.Close]). Nothing is written to disk; sessions are lost
 // when the process exits.
 //
 // # Approvals

@@ -80,21 +80,36 @@ func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 }
 
 // watchdogScript runs in a small sh process per registry. It reads "+ pgid"
-// and "- pgid" lines from a pipe only the host holds open, keeping the set
-// as shell variables (the shell's hash table: constant time per line, so it
-// keeps up with thousands of sessions); when the pipe
-// reaches EOF, because Close ended it or because the host died (even by
-// SIGKILL), it kills every process group still listed and the registry's
-// cgroup, so no session outlives its host as an orphan.
+// and "- pgid" lines from its lifeline, a socket only the host holds the
+// other end of, keeping the set as exported shell variables (the shell's
+// hash table: constant time per line, so it keeps up with thousands of
+// sessions). When the lifeline reaches EOF, because Close ended it or
+// because the host died (even by SIGKILL), it kills every process group
+// still listed and the registry's cgroup, so no session outlives its host
+// as an orphan.
+//
+// Nothing it reads is ever parsed as shell code: a line counts only if it
+// names one process group by a plain decimal number above 1 with at most
+// seven digits (pid_max is at most 4194304), and anything else is skipped.
+// That keeps a line from running a command, from naming every process
+// ("-1") or the watchdog's own group ("-0"), and from making the shell exit
+// (unset with a bad name is fatal in sh). The same check guards the kill,
+// so a variable the shell did not get from a line (it has no inherited
+// environment) cannot name a group either.
 const watchdogScript = `trap '' HUP INT TERM
 while read -r op p; do
-	case "$op$p" in
-	+[0-9]*) eval "g_$p=1" ;;
-	-[0-9]*) unset "g_$p" ;;
+	case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac
+	case $op in
+	+) export "g_$p=1" ;;
+	-) unset "g_$p" ;;
 	esac
 done
+exec </dev/null
 set | while IFS='=' read -r k _; do
-	case "$k" in g_[0-9]*) kill -s KILL -- "-${k#g_}" 2>/dev/null ;; esac
+	case $k in g_*) ;; *) continue ;; esac
+	p=${k#g_}
+	case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac
+	kill -s KILL -- "-$p" 2>/dev/null
 done
 if [ -n "$1" ]; then
 	echo 1 > "$1/cgroup.kill" 2>/dev/null
@@ -107,6 +122,10 @@ if [ -n "$1" ]; then
 	done
 fi
 `
+
+// watchdogEnvPath is the watchdog's whole environment. Nothing of the
+// host's is passed on: no variable (IFS, PATH, ENV, a g_ name) may steer it.
+const watchdogEnvPath = "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
 // watchdog is the host side of the watchdog process. It remembers the
 // listed process groups, and if the process dies while the registry is
@@ -128,10 +147,10 @@ type watchdog struct {
 	restarts int
 }
 
-// watchdogProc is one watchdog process and the write end of its pipe.
+// watchdogProc is one watchdog process and the host's end of its lifeline.
 type watchdogProc struct {
 	cmd      *exec.Cmd
-	lifeline *os.File // write end
+	lifeline *os.File // the host's end
 	pidfd    *os.File // nil without pidfd_open: the keeper then blocks in Wait
 }
 
@@ -164,16 +183,53 @@ func (w *watchdog) keepAlive() {
 	}
 }
 
+// newLifeline returns the two ends of a watchdog's lifeline: the host
+// writes to host, the watchdog reads from child. It is an AF_UNIX socket
+// pair, not a pipe, so that no other process can write orders into it: a
+// pipe can be opened again through /proc/<pid>/fd/N by any process of the
+// same user, but opening a socket there fails (ENXIO). Only a process
+// allowed to ptrace the watchdog or the host (pidfd_getfd, or taking
+// either over) can reach it.
+func newLifeline() (host, child *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, os.NewSyscallError("socketpair", err)
+	}
+	// One way only. Best effort: nothing reads the host's end anyway.
+	_ = unix.Shutdown(fds[0], unix.SHUT_RD)
+	_ = unix.Shutdown(fds[1], unix.SHUT_WR)
+	// The host's end goes into the runtime poller, as a pipe's would; the
+	// watchdog's stays blocking, since sh takes EAGAIN for the end of input.
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		_ = unix.Close(fds[0])
+		_ = unix.Close(fds[1])
+		return nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "lifeline"), os.NewFile(uintptr(fds[1]), "lifeline"), nil
+}
+
+// watchdogCommand returns the watchdog process, reading its orders from
+// in. Its argv, environment and working directory are fixed.
+func watchdogCommand(cgroupDir string, in *os.File) *exec.Cmd {
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "bgexec-watchdog", cgroupDir)
+	cmd.Env = []string{watchdogEnvPath}
+	cmd.Dir = "/"
+	cmd.Stdin = in
+	// Its own process group, so nothing aimed at a session reaches it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
 func startWatchdogProc(cgroupDir string) (*watchdogProc, error) {
-	r, w, err := os.Pipe()
+	w, r, err := newLifeline()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "bgexec-watchdog", cgroupDir)
-	cmd.Stdin = r
-	// Its own process group, so nothing aimed at a session reaches it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd := watchdogCommand(cgroupDir, r)
+	// A descriptor the host inherited would stay open in the watchdog,
+	// where any session could open it again through /proc.
+	closeOnExecAbove2()
 	if err := cmd.Start(); err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("bgexec: start watchdog: %w", err)

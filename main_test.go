@@ -192,6 +192,9 @@ func runHelper(args []string) int {
 		}
 		fmt.Println("setpgid", os.Getpid())
 		time.Sleep(10 * time.Minute)
+	case "exhausted-kill":
+		// Kills a session while this process has no free descriptor.
+		return helperExhaustedKill(rest)
 	case "own-registry":
 		// Runs a registry of its own, reports its processes, then blocks.
 		return helperOwnRegistry(rest)

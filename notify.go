@@ -6,11 +6,16 @@ import (
 	"unicode"
 )
 
-// Notifier receives exit notifications of backgrounded sessions (SPEC §8).
+// Notifier receives exit notifications of backgrounded sessions.
 // The registry calls it from one goroutine of its own, never under a lock and
 // never from a session's goroutines, so a slow Notifier delays only later
 // notifications. Implementations must be safe for concurrent use with
 // whatever else the runtime does with them.
+//
+// [Registry.Close] waits for a call in progress only until its context
+// ends. A call that still blocks then is not waited for: its goroutine is
+// left to finish on its own, and makes no Notifier call after it. Every
+// other goroutine of the registry is waited for.
 type Notifier interface {
 	// SystemEvent enqueues a system event for that agent's next turn.
 	SystemEvent(scopeKey, text string)
@@ -104,7 +109,8 @@ func (r *Registry) enqueueNote(j noteJob) {
 }
 
 // deliverNotes is the registry's notification goroutine. On Close it
-// still applies queued retractions (they never block) but drops deliveries.
+// still applies queued retractions but drops deliveries, and once Close
+// stopped waiting for it (abandoned), it makes no call at all.
 func (r *Registry) deliverNotes() {
 	for {
 		var stopping bool
@@ -115,7 +121,7 @@ func (r *Registry) deliverNotes() {
 		}
 		for {
 			r.mu.Lock()
-			if len(r.notes) == 0 {
+			if len(r.notes) == 0 || r.notesAbandoned {
 				r.mu.Unlock()
 				break
 			}
@@ -123,14 +129,21 @@ func (r *Registry) deliverNotes() {
 			r.notes[0] = noteJob{} // the array must not keep the session reachable
 			r.notes = r.notes[1:]
 			stopping = stopping || r.closed
+			rt, retracts := r.cfg.notifier.(Retractor)
+			calling := (j.s == nil && retracts) || (j.s != nil && !stopping)
+			r.noteCalling = calling
 			r.mu.Unlock()
 			switch {
+			case !calling:
 			case j.s == nil:
-				if rt, ok := r.cfg.notifier.(Retractor); ok {
-					rt.Retract(j.scope, j.retract)
-				}
-			case !stopping:
+				rt.Retract(j.scope, j.retract)
+			default:
 				r.deliver(j.s)
+			}
+			if calling {
+				r.mu.Lock()
+				r.noteCalling = false
+				r.mu.Unlock()
 			}
 		}
 		if stopping {
@@ -150,6 +163,9 @@ func (r *Registry) deliver(s *session) {
 	s.mu.Unlock()
 	n := r.cfg.notifier
 	n.SystemEvent(s.scope, text)
+	if r.isClosed() {
+		return // Close began during the event: no wake-up for a closing registry
+	}
 	n.Heartbeat(s.scope, heartbeatReason(s.id))
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,4 +230,124 @@ func TestQueue(t *testing.T) {
 		assert.Empty(t, q.Drain("agent:main"))
 		_ = context.Background()
 	})
+}
+
+// stuckNotifier blocks in SystemEvent until released and counts the
+// calls that get past it.
+type stuckNotifier struct {
+	entered    chan struct{}
+	release    chan struct{}
+	heartbeats atomic.Int32
+}
+
+func (n *stuckNotifier) SystemEvent(string, string) {
+	n.entered <- struct{}{}
+	<-n.release
+}
+func (n *stuckNotifier) Heartbeat(string, string) { n.heartbeats.Add(1) }
+
+func TestCloseHonoursContextWhileNotifierBlocks(t *testing.T) {
+	n := &stuckNotifier{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	reg := newTestRegistry(t, Config{Notifier: n})
+	var once sync.Once
+	release := func() { once.Do(func() { close(n.release) }) }
+	t.Cleanup(release) // before the registry's own Close
+	startBackground(t, reg.Scope("a"), &ExecRequest{Command: "echo done"})
+	select {
+	case <-n.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the notifier was not called")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- reg.Close(ctx) }()
+	select {
+	case err := <-closed:
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(10 * time.Second):
+		release()
+		<-closed
+		t.Fatal("Close did not return when its context ended while the notifier blocked")
+	}
+
+	ended, cancelEnded := context.WithCancel(context.Background())
+	cancelEnded()
+	assert.ErrorIs(t, reg.Close(ended), context.Canceled, "a later Close does not wait for the blocked call past its context either")
+
+	// Once released, the notifier's goroutine ends without another call,
+	// and a later Close waits for it.
+	release()
+	require.NoError(t, reg.Close(testCtx(t)))
+	assert.Zero(t, n.heartbeats.Load(), "no Notifier call after Close returned")
+}
+
+// With nothing in flight, Close waits for the notification goroutine even
+// when its context has ended already.
+func TestCloseWithEndedContextWaitsForIdleNotifier(t *testing.T) {
+	reg, err := NewRegistry(Config{Notifier: NewQueue()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.NoError(t, reg.Close(ctx))
+	select {
+	case <-reg.notesDone:
+	default:
+		t.Fatal("the notification goroutine still runs after Close returned")
+	}
+}
+
+// stuckApprover blocks in Approve until released, then allows.
+type stuckApprover struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (a *stuckApprover) Approve(context.Context, *ApprovalRequest) (bool, string, error) {
+	a.entered <- struct{}{}
+	<-a.release
+	return true, "", nil
+}
+
+func TestCloseHonoursContextWhileApproverBlocks(t *testing.T) {
+	a := &stuckApprover{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	reg := newTestRegistry(t, Config{Ask: "always", Approver: a})
+	var once sync.Once
+	release := func() { once.Do(func() { close(a.release) }) }
+	t.Cleanup(release)
+	execDone := make(chan error, 1)
+	go func() {
+		_, err := reg.Scope("a").Exec(context.Background(), &ExecRequest{Command: "echo approved"})
+		execDone <- err
+	}()
+	select {
+	case <-a.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the approver was not called")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- reg.Close(ctx) }()
+	select {
+	case err := <-closed:
+		// The approver runs on the exec caller's goroutine: Close need not wait.
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		release()
+		<-closed
+		t.Fatal("Close did not return while the approver blocked")
+	}
+
+	before := children(t)
+	release()
+	select {
+	case err := <-execDone:
+		assert.ErrorIs(t, err, ErrClosed, "an approval that ends after Close spawns nothing")
+	case <-time.After(20 * time.Second):
+		t.Fatal("exec did not return after the approver did")
+	}
+	assert.ElementsMatch(t, before, children(t))
 }

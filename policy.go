@@ -59,6 +59,11 @@ type ApprovalCommand struct {
 // Approver decides whether a command may run. It may block (for example
 // while a human is asked); the exec call's context bounds that wait. It must
 // be safe for concurrent use.
+//
+// Approve is called on the goroutine of the Exec call that needs the
+// decision, before anything is spawned, so [Registry.Close] does not wait
+// for it: a call still blocked when Close returns is left to finish on its
+// own, and its Exec then returns [ErrClosed] without spawning.
 type Approver interface {
 	Approve(ctx context.Context, req *ApprovalRequest) (allowed bool, reason string, err error)
 }

@@ -459,10 +459,11 @@ func (sc *Scope) kill(ctx context.Context, s *session, _ *ProcessRequest) (*Resu
 	// Without a cgroup, processes that left the process group survive the
 	// kill; remember the session's descendants to say so.
 	var before []procRef
+	var listErr error
 	_, real := s.c.(*osChild)
 	tracked := real && sc.reg.cgroups == nil
 	if tracked {
-		before = descendants(s.pid)
+		before, listErr = descendants(s.pid)
 	}
 	s.terminate(ExitReasonKilled)
 	// Bounded by the grace period, the drain timeout (an escaper may hold the
@@ -473,18 +474,37 @@ func (sc *Scope) kill(ctx context.Context, s *session, _ *ProcessRequest) (*Resu
 	case <-s.done:
 		s.mu.Lock()
 		sn := s.snapshotLocked()
+		leftover := s.leftover
 		s.mu.Unlock()
+		d := Details{
+			Status: sn.status, SessionID: s.id, ExitCode: sn.exit.code, ExitSignal: sn.exit.signal, ExitReason: sn.exit.reason, Name: s.name,
+		}
+		if leftover != nil {
+			// The shell ended, but what it left could not be seen gone.
+			return textResult("Termination requested for session "+s.id+".\n"+leftoverWarning(leftover, sc.reg.cgroups != nil), d), nil
+		}
 		text := "Killed session " + s.id + "."
+		if listErr != nil {
+			text += "\nWarning: could not list the session's processes before the kill (" + listErr.Error() + "); a process that left the process group may have escaped."
+		}
 		if w := escapeWarning(before); w != "" {
 			text += "\n" + w
 		}
-		return textResult(text, Details{
-			Status: sn.status, SessionID: s.id, ExitCode: sn.exit.code, ExitSignal: sn.exit.signal, ExitReason: sn.exit.reason, Name: s.name,
-		}), nil
+		return textResult(text, d), nil
 	case <-t.C:
 	case <-ctx.Done():
 	}
 	return textResult("Termination requested for session "+s.id+".", Details{Status: StatusRunning, SessionID: s.id, Name: s.name}), nil
+}
+
+// leftoverWarning is the warning line for a session whose end could not be
+// confirmed.
+func leftoverWarning(err error, cgroup bool) string {
+	w := "Warning: the end of every process of the session could not be confirmed (" + strings.ReplaceAll(err.Error(), "\n", "; ") + "); some may still run"
+	if cgroup {
+		return w + ". Its cgroup is not reused, and is killed again until it is empty."
+	}
+	return w + "."
 }
 
 func (sc *Scope) clearSession(_ context.Context, s *session, _ *ProcessRequest) (*Result, error) {

@@ -3,10 +3,13 @@
 package bgexec
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // procRef names one process across time: a pid plus its start time, so a
@@ -24,43 +27,59 @@ type procStat struct {
 	state byte
 }
 
-// readStat parses /proc/<pid>/stat.
-func readStat(pid int) (procStat, bool) {
+// readStat parses /proc/<pid>/stat. An error for which procGone holds
+// means the process is gone; any other means it could not tell.
+func readStat(pid int) (procStat, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return procStat{}, false
+		return procStat{}, err
 	}
 	s := string(b)
 	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
 	if open < 0 || end < open || end+2 >= len(s) {
-		return procStat{}, false
+		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	f := strings.Fields(s[end+2:])
 	// After the comm: state(0) ppid(1) … starttime(19).
 	if len(f) < 20 {
-		return procStat{}, false
+		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	ppid, _ := strconv.Atoi(f[1])
-	return procStat{ppid: ppid, start: f[19], comm: s[open+1 : end], state: f[0][0]}, true
+	return procStat{ppid: ppid, start: f[19], comm: s[open+1 : end], state: f[0][0]}, nil
+}
+
+// procGone reports whether a readStat error means the process is gone:
+// its /proc entry vanished (ENOENT), or it died while being read (ESRCH).
+func procGone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
 }
 
 // descendants lists the live descendants of root (root excluded), walking
-// the parent links of every process in /proc.
-func descendants(root int) []procRef {
+// the parent links of every process in /proc. An error means the list may
+// be incomplete.
+func descendants(root int) ([]procRef, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	kids := make(map[int][]int)
 	stats := make(map[int]procStat)
+	var errs []error
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if st, ok := readStat(pid); ok {
+		st, err := readStat(pid)
+		switch {
+		case err == nil:
 			stats[pid] = st
 			kids[st.ppid] = append(kids[st.ppid], pid)
+		case !procGone(err):
+			// It may be a descendant; say so once.
+			if len(errs) == 0 {
+				errs = append(errs, err)
+			}
 		}
 	}
 	var out []procRef
@@ -74,21 +93,28 @@ func descendants(root int) []procRef {
 		}
 		queue = append(queue, kids[pid]...)
 	}
-	return out
+	return out, errors.Join(errs...)
 }
 
-// alive reports whether the very same process still runs.
-func (p procRef) alive() bool {
-	st, ok := readStat(p.pid)
-	return ok && st.start == p.start && st.state != 'Z'
+// alive reports whether the very same process still runs. When it cannot
+// tell, it reports true and the reason.
+func (p procRef) alive() (bool, error) {
+	st, err := readStat(p.pid)
+	if err != nil {
+		return !procGone(err), err
+	}
+	return st.start == p.start && st.state != 'Z', nil
 }
 
 // escapeWarning describes which of the processes seen before a kill
-// survived it, or "" when none did.
+// survived it, or may have, or "" when none did.
 func escapeWarning(before []procRef) string {
 	var left []string
 	for _, p := range before {
-		if p.alive() {
+		switch alive, err := p.alive(); {
+		case alive && err != nil:
+			left = append(left, fmt.Sprintf("pid %d (%s; could not check: %v)", p.pid, p.comm, err))
+		case alive:
 			left = append(left, fmt.Sprintf("pid %d (%s)", p.pid, p.comm))
 		}
 	}

@@ -30,7 +30,8 @@ type Registry struct {
 	watchdog *watchdog   // kills the sessions' groups if this process dies
 	cgroups  *cgroupRoot // nil without cgroup containment
 
-	// goroutines counts every goroutine the registry started; Close waits for it.
+	// goroutines counts every goroutine the registry started but the
+	// notification goroutine; Close waits for it.
 	goroutines sync.WaitGroup
 	// spawns counts exec calls admitted before Close that have not yet
 	// registered their session. Close waits for them, so it ends every
@@ -39,6 +40,8 @@ type Registry struct {
 	stop      chan struct{} // closed by Close
 	sweepKick chan struct{} // wakes the sweeper when a session ended
 	noteKick  chan struct{} // wakes the notifier when an event is queued
+	notesDone chan struct{} // closed when the notification goroutine returns
+	closeDone chan struct{} // closed when the first Close has ended every session
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*session
@@ -46,6 +49,11 @@ type Registry struct {
 	retired  map[string]struct{} // ids of forgotten sessions, not reissued
 	retiredQ []string            // retired ids, oldest first (at most maxRetiredIDs)
 	notes    []noteJob           // notification work, in order
+	// noteCalling is set while the notification goroutine is in a
+	// Notifier call; notesAbandoned once Close stopped waiting for it,
+	// after which it starts no other call.
+	noteCalling    bool
+	notesAbandoned bool
 }
 
 // NewRegistry returns a registry configured by cfg (zero Config = the
@@ -85,13 +93,15 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		stop:      make(chan struct{}),
 		sweepKick: make(chan struct{}, 1),
 		noteKick:  make(chan struct{}, 1),
+		notesDone: make(chan struct{}),
+		closeDone: make(chan struct{}),
 		sessions:  make(map[string]*session),
 		spawner:   spawner{reqs: make(chan spawnCall)},
 		watchdog:  wd,
 		cgroups:   cg,
 	}
 	r.spawn = r.spawnContained
-	r.goroutines.Add(3)
+	r.goroutines.Add(2)
 	go func() {
 		defer r.goroutines.Done()
 		r.spawner.run(r.stop)
@@ -101,7 +111,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		r.sweep()
 	}()
 	go func() {
-		defer r.goroutines.Done()
+		defer close(r.notesDone)
 		r.deliverNotes()
 	}()
 	return r, nil
@@ -117,15 +127,36 @@ func (r *Registry) Scope(key string) *Scope {
 // Close kills every running session (SIGTERM, then SIGKILL after the grace
 // period, or at once when ctx ends first), waits for every goroutine the
 // registry started, and forgets all sessions. Exit notifications not yet
-// delivered are dropped. Close is idempotent; later calls return nil once
-// the first has finished. It returns ctx.Err() if ctx ended before the
-// processes did (they are SIGKILLed and still waited for).
+// delivered are dropped: once Close has begun, no Notifier call starts but
+// the Retract of an event already delivered. It returns ctx.Err() if ctx
+// ended before the processes did (they are SIGKILLed and still waited
+// for).
+//
+// A Notifier call in progress is waited for only until ctx ends. If it
+// still blocks then, Close returns ctx.Err() without waiting for it: that
+// one goroutine is left to finish the call on its own, and makes no other
+// call afterwards. Every other goroutine has ended when Close returns. An
+// Approver call is made on the goroutine of the Exec call that asked for
+// it, so Close never waits for one; that Exec returns [ErrClosed] and
+// spawns nothing.
+//
+// Close is idempotent. A later call waits, until its ctx ends, for the
+// first to finish and for a Notifier call the first left blocked; it then
+// returns nil, or ctx.Err() if ctx ended first.
 func (r *Registry) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		r.goroutines.Wait()
-		return nil
+		select {
+		case <-r.closeDone:
+		default:
+			select {
+			case <-r.closeDone:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return r.awaitNotifier(ctx)
 	}
 	r.closed = true
 	r.mu.Unlock()
@@ -168,9 +199,37 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	clear(r.sessions)
+	r.mu.Unlock()
+	close(r.closeDone)
+	if nerr := r.awaitNotifier(ctx); err == nil {
+		err = nerr
+	}
+	r.mu.Lock()
 	r.notes = nil
 	r.mu.Unlock()
 	return err
+}
+
+// awaitNotifier waits for the notification goroutine. When ctx ends while
+// that goroutine is in a Notifier call, it returns ctx.Err() and leaves it
+// to finish on its own; the goroutine starts no other call after that.
+// Outside a call the goroutine ends at once, so then it is waited for.
+func (r *Registry) awaitNotifier(ctx context.Context) error {
+	select {
+	case <-r.notesDone:
+		return nil
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	r.notesAbandoned = true
+	r.notes = nil
+	calling := r.noteCalling
+	r.mu.Unlock()
+	if calling {
+		return ctx.Err()
+	}
+	<-r.notesDone
+	return nil
 }
 
 // spawnContained starts spec in a cgroup of its own when containment is on.
@@ -185,7 +244,9 @@ func (r *Registry) spawnContained(spec *spawnSpec) (*spawned, error) {
 	sp, err := r.spawnChild(spec)
 	if spec.cgroup != nil {
 		if err != nil {
-			_ = spec.cgroup.remove(0)
+			if spec.cgroup.remove(0) != nil {
+				kick(r.sweepKick) // the sweeper retries it
+			}
 			spec.cgroup = nil
 		} else {
 			spec.cgroup.closeFD() // only the clone needed it
@@ -311,13 +372,24 @@ func kick(c chan struct{}) {
 	}
 }
 
+// dirtyRetry is how often the sweeper retries the kill of a session cgroup
+// that could not be seen empty, and dirtyBound how long each try waits.
+const (
+	dirtyRetry = time.Second
+	dirtyBound = 100 * time.Millisecond
+)
+
 // sweep is the registry's single reaper: it forgets backgrounded sessions
-// whose end is older than the TTL, sleeping until the next expiry.
+// whose end is older than the TTL, sleeping until the next expiry, and
+// kills session cgroups again that could not be seen empty, until they are.
 func (r *Registry) sweep() {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
 		next := r.reapExpired(time.Now())
+		if r.cgroups != nil && r.cgroups.retryDirty(dirtyBound) > 0 {
+			next = min(next, dirtyRetry)
+		}
 		t.Reset(next)
 		select {
 		case <-r.stop:

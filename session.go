@@ -48,8 +48,9 @@ type child interface {
 	signalGroup(sig syscall.Signal) error
 	// reap collects the exit status.
 	reap() (syscall.WaitStatus, error)
-	// release frees what outlives the process (its cgroup).
-	release()
+	// release frees what outlives the process (its cgroup). An error
+	// means processes of the session may still run.
+	release() error
 }
 
 // exitInfo is the recorded end of a session.
@@ -96,6 +97,7 @@ type session struct {
 	backgrounded bool
 	ended        bool
 	exit         exitInfo
+	leftover     error         // why the end of every process is not certain; nil when it is
 	killReason   ExitReason    // set when bgexec asked it to end
 	changed      chan struct{} // closed and replaced on new output or end
 	pollWaiters  int
@@ -256,10 +258,11 @@ func (s *session) run(readers *readerCount) {
 	}
 	s.stdin = nil
 	s.stdinMu.Unlock()
-	s.c.release()
+	leftover := s.c.release()
 
 	s.mu.Lock()
 	s.ended = true
+	s.leftover = leftover
 	s.exit = s.classifyLocked(ws, err)
 	if s.timeoutTimer != nil {
 		s.timeoutTimer.Stop()

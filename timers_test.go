@@ -30,7 +30,7 @@ func (f *fakeChild) pid() int { return 4242 }
 
 func (f *fakeChild) awaitExit() error { <-f.exited; return nil }
 
-func (f *fakeChild) release() {}
+func (f *fakeChild) release() error { return nil }
 
 func (f *fakeChild) reap() (syscall.WaitStatus, error) {
 	f.mu.Lock()

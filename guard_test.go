@@ -1,0 +1,214 @@
+package bgexec
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startSleeper starts a sleep in a process group of its own, as cred when
+// it is not nil, and kills it at the end of the test.
+func startSleeper(t *testing.T, cred *syscall.Credential) int {
+	t.Helper()
+	cmd := exec.Command("/bin/sleep", "300")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd.Process.Pid
+}
+
+// untouched reports whether pid still runs and no SIGKILL is pending for
+// it: a SIGKILL sent before this call shows in one of the two, even if the
+// process has not died of it yet.
+func untouched(t *testing.T, pid int) bool {
+	t.Helper()
+	exited, err := waitPidExit(pid, 0)
+	require.NoError(t, err)
+	if exited {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "SigPnd" && k != "ShdPnd") {
+			continue
+		}
+		mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		require.NoError(t, err, line)
+		if mask&(1<<(syscall.SIGKILL-1)) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// spareUID returns a uid no process on this machine runs as.
+func spareUID(t *testing.T) uint32 {
+	t.Helper()
+	used := map[uint32]bool{}
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+				for _, f := range strings.Fields(v) {
+					if n, err := strconv.ParseUint(f, 10, 32); err == nil {
+						used[uint32(n)] = true
+					}
+				}
+			}
+		}
+	}
+	for uid := uint32(60000); uid < 61000; uid++ {
+		if !used[uid] {
+			return uid
+		}
+	}
+	t.Skip("no spare uid in 60000-60999")
+	return 0
+}
+
+// A session runs as the host's user, so it can find the watchdog in /proc.
+// It tries to write orders into every descriptor of the watchdog: a line
+// that would inject a command, one that lists a process group outside the
+// registry, and "+ 1", which would make the watchdog kill every process
+// the user may signal. None of it may reach the watchdog.
+func TestWatchdogTakesNoOrdersFromSessions(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "injected")
+	sibling := startSleeper(t, nil) // outside the registry
+	// A descriptor the host inherited without close-on-exec.
+	inherited, err := syscall.Open(os.DevNull, syscall.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer syscall.Close(inherited)
+	reg, err := NewRegistry(Config{YieldMs: MaxYieldMs})
+	require.NoError(t, err)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = reg.Close(context.Background())
+		}
+	})
+	wd := reg.watchdog.pid()
+	require.NotZero(t, wd)
+
+	t.Run("its environment, argv, directory and descriptors are its own", func(t *testing.T) {
+		ents, err := os.ReadDir("/proc/" + strconv.Itoa(wd) + "/fd")
+		require.NoError(t, err)
+		var fds []string
+		for _, e := range ents {
+			fds = append(fds, e.Name())
+		}
+		assert.ElementsMatch(t, []string{"0", "1", "2"}, fds, "nothing of the host's is open in the watchdog")
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(wd) + "/environ")
+		require.NoError(t, err)
+		assert.Equal(t, watchdogEnvPath+"\x00", string(env))
+		argv, err := os.ReadFile("/proc/" + strconv.Itoa(wd) + "/cmdline")
+		require.NoError(t, err)
+		cgroupDir := ""
+		if reg.cgroups != nil {
+			cgroupDir = reg.cgroups.dir
+		}
+		assert.Equal(t, strings.Join([]string{"/bin/sh", "-c", watchdogScript, "bgexec-watchdog", cgroupDir}, "\x00")+"\x00", string(argv))
+		cwd, err := os.Readlink("/proc/" + strconv.Itoa(wd) + "/cwd")
+		require.NoError(t, err)
+		assert.Equal(t, "/", cwd)
+	})
+
+	payload := []string{"+ 1;touch " + marker + ";:", "+ " + strconv.Itoa(sibling)} // OLD-CODE RUN
+	var quoted []string
+	for _, l := range payload {
+		quoted = append(quoted, shellQuote(l))
+	}
+	attack := `for f in /proc/` + strconv.Itoa(wd) + `/fd/*; do
+	if (printf '%s\n' ` + strings.Join(quoted, " ") + ` >"$f") 2>/dev/null; then echo "wrote $f"; else echo "refused $f"; fi
+done
+echo attacked`
+	res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: attack})
+	require.Contains(t, res.Text(), "attacked", res.Text())
+	assert.Contains(t, res.Text(), "refused /proc/"+strconv.Itoa(wd)+"/fd/0", "the lifeline cannot be opened")
+
+	// Close ends the watchdog and reaps it: whatever it was going to do,
+	// it has done.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, reg.Close(ctx))
+	closed = true
+	assert.NoFileExists(t, marker, "no injected command ran")
+	assert.True(t, untouched(t, sibling), "the process outside the registry was not killed")
+}
+
+// The watchdog acts only on well-formed lines from its lifeline: each
+// order names one process group by its number, above 1. Run as a uid of
+// its own, with a process of that uid outside its list, so that a "+ 1"
+// it obeyed would kill nothing else on the machine.
+func TestWatchdogRefusesMalformedOrders(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run the watchdog as a spare uid")
+	}
+	uid := spareUID(t)
+	cred := &syscall.Credential{Uid: uid, Gid: uid}
+	dir := t.TempDir()
+	// The watchdog's uid must be able to create the marker if it ran the command.
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o777))
+	require.NoError(t, os.Chmod(dir, 0o777))
+	marker := filepath.Join(dir, "injected")
+	sibling := startSleeper(t, cred) // killable by the watchdog, never listed
+	victim := startSleeper(t, cred)  // listed properly
+	sib, vic := strconv.Itoa(sibling), strconv.Itoa(victim)
+	// A variable in the host's environment must not list a group either.
+	t.Setenv("g_"+sib, "1")
+
+	host, child, err := newLifeline()
+	require.NoError(t, err)
+	defer host.Close()
+	cmd := watchdogCommand("", child)
+	cmd.SysProcAttr.Credential = cred
+	err = cmd.Start()
+	_ = child.Close()
+	require.NoError(t, err)
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-waited
+	})
+
+	lines := []string{
+		"+ 1;touch " + marker + ";:",
+		"+ $(touch " + marker + ")",
+		"+ `touch " + marker + "`",
+		"- 1;touch " + marker,
+		"+ 1", "+ 0", "+ 01", "+ 001", "+ -1", "+ -" + sib, "+ " + sib + " x", "+ 0x" + sib,
+		"+ 99999999999999999999", "+", "+1", "+ ", "* " + sib, "+ " + sib + ";",
+		"+ " + vic,
+	}
+	_, err = host.WriteString(strings.Join(lines, "\n") + "\n")
+	require.NoError(t, err)
+	require.NoError(t, host.Close())
+	select {
+	case <-waited:
+		waited <- nil // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watchdog did not exit at the end of its lifeline")
+	}
+	assert.NoFileExists(t, marker, "no injected command ran")
+	assert.True(t, untouched(t, sibling), "no malformed line made the watchdog kill a process it was not given")
+	assert.True(t, pidGone(t, victim), "the well-formed line was obeyed")
+}
