@@ -357,7 +357,7 @@ func rawPTYRead(b *testing.B, cmdline string) int64 {
 func readAll(r io.Reader) int64 {
 	size := 64 << 10
 	if os.Getenv("BGEXEC_BENCH_RAWPIPE") != "" {
-		size = readChunk
+		size = 128 << 10 // the engine's read size
 	}
 	buf := make([]byte, size)
 	var n int64
@@ -387,14 +387,12 @@ func ingestRun(b *testing.B, reg *Registry, req *ExecRequest) (chars int64, peak
 	if !ok {
 		b.Fatal("session not found")
 	}
-	<-s.done
+	<-s.Done()
 	p := stop()
 	b.StopTimer()
 	after := liveHeap()
-	s.mu.Lock()
-	chars = s.out.totalChars
-	s.mu.Unlock()
-	if r, err := sc.Process(ctx, &ProcessRequest{Action: "clear", SessionID: s.id}); err != nil || r.Details.Status == StatusFailed {
+	chars = s.Snapshot(0).TotalChars
+	if r, err := sc.Process(ctx, &ProcessRequest{Action: "clear", SessionID: s.ID()}); err != nil || r.Details.Status == StatusFailed {
 		b.Fatalf("clear: %v %+v", err, r)
 	}
 	b.StartTimer()
@@ -746,7 +744,7 @@ func benchSessionPid(reg *Registry) int {
 		reg.mu.Lock()
 		for _, s := range reg.sessions {
 			reg.mu.Unlock()
-			return s.pid
+			return s.Pid()
 		}
 		reg.mu.Unlock()
 		time.Sleep(20 * time.Microsecond)
@@ -928,10 +926,7 @@ func BenchmarkLatency(b *testing.B) {
 						got <- stamped{t, text}
 					}()
 					for { // until the poll or wait is waiting
-						s.mu.Lock()
-						w := s.pollWaiters
-						s.mu.Unlock()
-						if w > 0 {
+						if s.Waiting() > 0 {
 							break
 						}
 						time.Sleep(20 * time.Microsecond)

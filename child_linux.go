@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/session"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,7 +32,7 @@ type spawnSpec struct {
 
 // spawned is a started command and the descriptors the session owns.
 type spawned struct {
-	child   child
+	child   session.Process
 	outputs []io.Reader // stdout, stderr; or the PTY master alone (*os.File for real children)
 	stdin   io.Writer   // nil when the child reads EOF; the PTY master in PTY mode
 	ttyName string      // the PTY slave's path, "" for pipes
@@ -53,11 +54,11 @@ type osChild struct {
 	killErr error      // why the last SIGKILL may have missed a process; nil if it did not
 }
 
-func (c *osChild) pid() int { return c.leader }
+func (c *osChild) Pid() int { return c.leader }
 
 // awaitExit blocks until the leader has exited, without reaping it, so the
 // process group id stays valid for a final SIGKILL.
-func (c *osChild) awaitExit() error {
+func (c *osChild) AwaitExit() error {
 	if c.pidfd == nil || awaitPidfd(c.pidfd) != nil {
 		return c.waitNoReap()
 	}
@@ -99,7 +100,7 @@ func awaitPidfd(pidfd *os.File) error {
 func (c *osChild) waitNoReap() error {
 	for {
 		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, c.pid(), &info, unix.WEXITED|unix.WNOWAIT, nil)
+		err := unix.Waitid(unix.P_PID, c.Pid(), &info, unix.WEXITED|unix.WNOWAIT, nil)
 		if err != unix.EINTR {
 			return err
 		}
@@ -109,15 +110,15 @@ func (c *osChild) waitNoReap() error {
 // signalGroup signals the process group, and the cgroup when there is one.
 // Only ESRCH means the group is gone; any other error means some of it may
 // still run, and for SIGKILL it is kept for release to report.
-func (c *osChild) signalGroup(sig syscall.Signal) error {
+func (c *osChild) SignalGroup(sig syscall.Signal) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reaped {
 		return nil
 	}
 	var err error
-	if kerr := unix.Kill(-c.pid(), sig); kerr != nil && !errors.Is(kerr, unix.ESRCH) {
-		err = fmt.Errorf("signal process group %d: %w", c.pid(), kerr)
+	if kerr := unix.Kill(-c.Pid(), sig); kerr != nil && !errors.Is(kerr, unix.ESRCH) {
+		err = fmt.Errorf("signal process group %d: %w", c.Pid(), kerr)
 	}
 	if c.cg != nil {
 		// Also reach processes that left the group (setsid, double fork).
@@ -135,11 +136,11 @@ func (c *osChild) signalGroup(sig syscall.Signal) error {
 
 // reap collects the leader's exit status; the leader has already exited, so
 // this does not block.
-func (c *osChild) reap() (syscall.WaitStatus, error) {
+func (c *osChild) Reap() (syscall.WaitStatus, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reaped = true
-	c.watchdog.forget(c.pid())
+	c.watchdog.forget(c.Pid())
 	if c.pidfd != nil {
 		// The os.Process was released at start; reap with wait4.
 		defer c.pidfd.Close()
@@ -162,7 +163,7 @@ func (c *osChild) reap() (syscall.WaitStatus, error) {
 // error means some may still run: the cgroup was not seen empty (it is
 // then kept from reuse and killed again later), or, without a cgroup, the
 // last SIGKILL of the process group failed.
-func (c *osChild) release() error {
+func (c *osChild) Release() error {
 	if c.cg != nil {
 		return c.cg.remove(time.Second)
 	}

@@ -138,8 +138,8 @@ func TestKilledCgroupsAreNotReused(t *testing.T) {
 	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	res := waitExit(t, sc, id)
 	require.Equal(t, "SIGKILL", res.Details.ExitSignal, "the grace ran out: %s", res.Text())
-	require.True(t, s.c.(*osChild).cg.killed.Load(), "the cgroup was killed")
-	assert.NotContains(t, spareCgroups(reg.cgroups), s.c.(*osChild).cg.dir)
+	require.True(t, s.Process().(*osChild).cg.killed.Load(), "the cgroup was killed")
+	assert.NotContains(t, spareCgroups(reg.cgroups), s.Process().(*osChild).cg.dir)
 	for range 2 * maxSpareCgroups {
 		res := mustExec(t, sc, &ExecRequest{Command: "echo ok"})
 		require.Equal(t, "ok", res.Text())
@@ -263,12 +263,12 @@ func helperExhaustedKill(rest []string) int {
 	s := sessionOf(reg, id)
 	dirty := ""
 	if reg.cgroups != nil {
-		dirty = s.c.(*osChild).cg.dir
+		dirty = s.Process().(*osChild).cg.dir
 	}
 	// The session frees its pipes and pidfd before it looks at its cgroup
 	// for the last time: those slots must not help it.
 	first := -1
-	for _, f := range append(s.outputs, s.c.(*osChild).pidfd) {
+	for _, f := range append(s.Outputs(), s.Process().(*osChild).pidfd) {
 		rc, err := f.(*os.File).SyscallConn()
 		if err != nil {
 			fmt.Println("fd:", err)
@@ -452,14 +452,14 @@ func TestProcessGroupChecksFailClosed(t *testing.T) {
 	const noGroup = 1<<22 + 1
 	t.Run("a group that does not exist is gone", func(t *testing.T) {
 		c := &osChild{leader: noGroup}
-		assert.NoError(t, c.signalGroup(unix.SIGKILL))
-		assert.NoError(t, c.release())
+		assert.NoError(t, c.SignalGroup(unix.SIGKILL))
+		assert.NoError(t, c.Release())
 	})
 	t.Run("a failed cgroup kill is reported by signalGroup and release", func(t *testing.T) {
 		root := &cgroupRoot{dir: t.TempDir()}
 		c := &osChild{leader: noGroup, cg: &sessionCgroup{root: root, dir: filepath.Join(t.TempDir(), "gone"), fd: -1}}
-		assert.ErrorIs(t, c.signalGroup(unix.SIGKILL), os.ErrNotExist)
-		assert.ErrorIs(t, c.release(), os.ErrNotExist)
+		assert.ErrorIs(t, c.SignalGroup(unix.SIGKILL), os.ErrNotExist)
+		assert.ErrorIs(t, c.Release(), os.ErrNotExist)
 		assert.Len(t, dirtyCgroups(root), 1)
 	})
 	t.Run("a process whose /proc entry is gone is gone; other errors are not", func(t *testing.T) {

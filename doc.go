@@ -16,7 +16,9 @@
 //
 //   - poll drains output not yet returned (optionally waiting for some);
 //   - wait blocks until a pattern appears, a port opens, or the command ends;
-//   - log pages the retained output by lines without draining it;
+//   - log pages the retained output by lines without draining it; line
+//     numbers count from the first line the session ever printed, so an
+//     offset names the same line however much is dropped later;
 //   - write, send-keys, submit and paste feed its input;
 //   - kill sends SIGTERM to the whole process group, then SIGKILL after the
 //     grace period (3 s);
@@ -47,14 +49,20 @@
 //
 // # Exit notifications
 //
-// When a backgrounded session ends, the registry sends exactly one
+// Each end of a backgrounded session is reported to the agent exactly once,
+// and who reports it is decided atomically when the process ends, by the
+// session itself: a poll or wait that is waiting at that moment returns the
+// exit line, and nothing else is sent; otherwise the registry sends one
 // SystemEvent and one Heartbeat to the configured [Notifier], from one
-// goroutine of its own, never under a lock. It skips a session ended by
-// remove, a session whose end a poll or wait already reported (including
-// one that was waiting when the process ended), and a quiet success (exit
-// 0, no output) unless NotifyOnExitEmptySuccess is set. [Queue] is a
-// ready-made Notifier with per-scope FIFOs; it also implements [Retractor],
-// so an event a later poll made redundant is withdrawn if still queued.
+// goroutine of its own, never under a lock. A poll or wait that reports the
+// end before that event is sent cancels it; one that reports it after
+// withdraws it through [Retractor] before the poll returns, so a runtime
+// that drains its queue right after the poll never sees a duplicate wake.
+// No event is sent for a session the agent ended itself (kill, remove), a
+// foreground run, or a quiet success (exit 0, no output) unless
+// NotifyOnExitEmptySuccess is set. Event texts name the whole session id,
+// which can be passed back to process. [Queue] is a ready-made Notifier
+// with per-scope FIFOs that implements [Retractor].
 //
 // # Output
 //
@@ -65,8 +73,17 @@
 // cleaned: ANSI escape sequences are removed whole, as are C0 controls
 // other than TAB, LF and CR, DEL, C1 controls and Unicode format
 // characters; the cleaner keeps state across reads. Caps count cleaned
-// characters. Texts start with a notice when output was dropped at a cap.
-// Memory per session stays bounded by the caps whatever the child prints.
+// characters. Texts start with a notice when output was dropped at a cap;
+// a poll's notice tells output dropped only from its pending buffer (still
+// in log) from output the retention cap dropped for good. Memory per
+// session stays bounded by the caps whatever the child prints.
+//
+// The engine (internal/session) owns each session's state: buffers,
+// timers, input, end state and exit report are read and written only by
+// its methods, under its lock, and the tool layer works on copies. A poll
+// or log that finds nothing new copies nothing; log copies only the lines
+// it returns; list looks only at the scope's own sessions; an ended
+// session's expiry is kept in a heap, so reaping costs O(log n).
 //
 // # Environment
 //

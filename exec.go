@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bgexec/bgexec/internal/keys"
+	"github.com/bgexec/bgexec/internal/session"
 )
 
 // ExecRequest is the exec tool's parameters. Field names and JSON names
@@ -152,40 +152,39 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		sc.reg.spawnDone()
 		return spawnFailure(warnings, err, cwd, start), nil
 	}
-	s := &session{
-		scope:     sc.key,
-		command:   req.Command,
-		name:      deriveName(req.Command),
-		cwd:       cwd,
-		pty:       spec.pty,
-		startedAt: start,
-		pid:       sp.child.pid(),
-		timeout:   timeout,
-		reg:       sc.reg,
-		c:         sp.child,
-		out:       newOutputBuf(st.maxChars, st.pendingChars),
-		outputs:   sp.outputs,
-		stdin:     sp.stdin,
-		ttyName:   sp.ttyName,
-	}
-	if !spec.pty {
-		s.term.cursorMode = keys.CursorNormal
-	}
-	return sc.run(ctx, s, req.Background && !synchronous, yield, synchronous, warnings)
+	s := sc.reg.add(session.Options{
+		Scope:              sc.key,
+		Command:            req.Command,
+		Name:               deriveName(req.Command),
+		Cwd:                cwd,
+		PTY:                spec.pty,
+		TTYName:            sp.ttyName,
+		StartedAt:          start,
+		Timeout:            timeout,
+		KillGrace:          st.killGrace,
+		DrainTimeout:       st.drainTimeout,
+		MaxChars:           st.maxChars,
+		PendingChars:       st.pendingChars,
+		Background:         req.Background && !synchronous,
+		NotifyOnExit:       st.notifyOnExit && st.notifier != nil,
+		NotifyEmptySuccess: st.notifyEmpty,
+		Proc:               sp.child,
+		Outputs:            sp.outputs,
+		Stdin:              sp.stdin,
+	})
+	return sc.run(ctx, s, yield, synchronous, warnings)
 }
 
-// run registers and starts s, then applies the yield state machine: an
-// explicit background run returns at once, a synchronous one waits for the
-// end, any other waits for the end or the yield window, whichever is first.
-func (sc *Scope) run(ctx context.Context, s *session, background bool, yield time.Duration, synchronous bool, warnings []string) (*Result, error) {
-	// An explicit background run is backgrounded before its owner starts,
-	// so no exit, however early, can make it a foreground run: it always
-	// returns "running", and its end is reported like any other.
-	s.backgrounded = background
-	sc.reg.add(s)
-	s.start()
+// run starts s and applies the yield state machine: an explicit background
+// run returns at once, a synchronous one waits for the end, any other
+// waits for the end or the yield window, whichever is first.
+func (sc *Scope) run(ctx context.Context, s *session.Session, yield time.Duration, synchronous bool, warnings []string) (*Result, error) {
+	s.Start()
 	sc.reg.spawnDone()
-	if background {
+	// An explicit background run was backgrounded before it started, so no
+	// exit, however early, makes it a foreground run: it always returns
+	// "running", and its end is reported like any other.
+	if s.Snapshot(0).Backgrounded {
 		return runningResult(s, warnings), nil
 	}
 	var yieldC <-chan time.Time
@@ -195,15 +194,15 @@ func (sc *Scope) run(ctx context.Context, s *session, background bool, yield tim
 		yieldC = t.C
 	}
 	select {
-	case <-s.done:
+	case <-s.Done():
 	case <-yieldC:
-		if r := sc.background(s, warnings); r != nil {
-			return r, nil
+		if s.Background() {
+			return runningResult(s, warnings), nil
 		}
 		// It ended while the window closed: report it in the foreground.
 	case <-ctx.Done():
-		s.forceKill(ExitReasonKilled)
-		<-s.done
+		s.ForceKill(session.ReasonKilled)
+		<-s.Done()
 		sc.reg.forget(s)
 		return nil, fmt.Errorf("bgexec: exec: %w", ctx.Err())
 	}
@@ -211,53 +210,34 @@ func (sc *Scope) run(ctx context.Context, s *session, background bool, yield tim
 	return finishedResult(s, warnings), nil
 }
 
-// background marks s backgrounded and returns the running result, or nil
-// when s already ended (it then stays a foreground run).
-func (sc *Scope) background(s *session, warnings []string) *Result {
-	s.mu.Lock()
-	if s.ended {
-		s.mu.Unlock()
-		return nil
-	}
-	s.backgrounded = true
-	s.mu.Unlock()
-	return runningResult(s, warnings)
-}
-
 // runningResult is the result of a backgrounded session.
-func runningResult(s *session, warnings []string) *Result {
-	s.mu.Lock()
-	tail := s.out.agg.tail(tailChars)
-	s.mu.Unlock()
-	text := fmt.Sprintf("Command still running (session %s, pid %d). Use process (list/poll/log/write/kill/clear/remove) for follow-up.", s.id, s.pid)
+func runningResult(s *session.Session, warnings []string) *Result {
+	sn := s.Snapshot(tailChars)
+	text := fmt.Sprintf("Command still running (session %s, pid %d). Use process (list/poll/log/write/kill/clear/remove) for follow-up.", s.ID(), s.Pid())
 	return textResult(withWarnings(warnings, text), Details{
 		Status:    StatusRunning,
-		SessionID: s.id,
-		Pid:       s.pid,
-		StartedAt: s.startedAt.UnixMilli(),
-		Cwd:       s.cwd,
-		Tail:      tail,
+		SessionID: s.ID(),
+		Pid:       s.Pid(),
+		StartedAt: s.StartedAt().UnixMilli(),
+		Cwd:       s.Cwd(),
+		Tail:      sn.Tail,
 	})
 }
 
 // finishedResult is the foreground result of an ended session.
-func finishedResult(s *session, warnings []string) *Result {
-	s.mu.Lock()
-	e := s.exit
-	agg := s.out.agg.String()
-	truncated := s.out.truncated()
-	dur := e.at.Sub(s.startedAt).Milliseconds()
-	timeout := s.timeout
-	s.mu.Unlock()
+func finishedResult(s *session.Session, warnings []string) *Result {
+	agg, sn := s.Aggregated()
+	e := sn.Exit
+	dur := e.At.Sub(s.StartedAt()).Milliseconds()
 
 	out := strings.TrimSpace(agg)
 	d := Details{
-		Status:     e.status(),
-		ExitCode:   e.code,
-		ExitReason: e.reason,
+		Status:     statusOf(e.Status()),
+		ExitCode:   e.Code,
+		ExitReason: reasonOf(e.Reason),
 		DurationMs: &dur,
 		Aggregated: out,
-		Cwd:        s.cwd,
+		Cwd:        s.Cwd(),
 		execEnd:    true,
 	}
 	var text string
@@ -266,40 +246,40 @@ func finishedResult(s *session, warnings []string) *Result {
 		if text == "" {
 			text = "(no output)"
 		}
-		if e.code != nil && *e.code != 0 {
-			suffix := fmt.Sprintf("\n\n(Command exited with code %d)", *e.code)
+		if e.Code != nil && *e.Code != 0 {
+			suffix := fmt.Sprintf("\n\n(Command exited with code %d)", *e.Code)
 			text += suffix
 			d.Aggregated += suffix
 		}
 	} else {
-		d.ExitSignal = e.signal
-		d.TimedOut = ptr(e.reason == ExitReasonTimeout)
-		reason := failureReason(&e, timeout)
+		d.ExitSignal = e.Signal
+		d.TimedOut = ptr(e.Reason == session.ReasonTimeout)
+		reason := failureReason(&e, s.Timeout())
 		if out != "" {
 			text = out + "\n\n" + reason
 		} else {
 			text = reason
 		}
 	}
-	return textResult(withWarnings(warnings, withNotice(text, truncated)), d)
+	return textResult(withWarnings(warnings, withNotice(text, sn.Truncated)), d)
 }
 
 // failureReason explains a failed end.
-func failureReason(e *exitInfo, timeout time.Duration) string {
+func failureReason(e *session.Exit, timeout time.Duration) string {
 	switch {
-	case e.reason == ExitReasonTimeout:
+	case e.Reason == session.ReasonTimeout:
 		return fmt.Sprintf("Command timed out after %s seconds. If this command is expected to take longer, re-run with a higher timeout (e.g., exec timeout=300).", formatSeconds(timeout))
-	case e.signal != "":
-		return "Command aborted by signal " + e.signal
-	case e.code != nil && *e.code == 127:
+	case e.Signal != "":
+		return "Command aborted by signal " + e.Signal
+	case e.Code != nil && *e.Code == 127:
 		return "Command not found"
-	case e.code != nil && *e.code == 126:
+	case e.Code != nil && *e.Code == 126:
 		return "Command not executable (permission denied)"
-	case e.code != nil:
-		if e.reason == ExitReasonKilled {
-			return fmt.Sprintf("Command killed (it exited with code %d after the termination request)", *e.code)
+	case e.Code != nil:
+		if e.Reason == session.ReasonKilled {
+			return fmt.Sprintf("Command killed (it exited with code %d after the termination request)", *e.Code)
 		}
-		return fmt.Sprintf("Command exited with code %d", *e.code)
+		return fmt.Sprintf("Command exited with code %d", *e.Code)
 	}
 	return "Command failed"
 }

@@ -74,50 +74,6 @@ func FuzzCall(f *testing.F) {
 	})
 }
 
-// FuzzPageLines checks the log pager's bounds.
-func FuzzPageLines(f *testing.F) {
-	f.Add(250, 0, 0, false, false)
-	f.Add(10, 5, 2, true, true)
-	f.Add(0, -1, -1, true, true)
-	f.Add(3, 1<<40, 1<<40, true, true)
-	f.Fuzz(func(t *testing.T, n, offset, limit int, hasOffset, hasLimit bool) {
-		n = min(max(n, 0), 5000)
-		lines := make([]string, n)
-		for i := range lines {
-			lines[i] = itoa(i)
-		}
-		var op, lp *int
-		if hasOffset {
-			op = &offset
-		}
-		if hasLimit {
-			lp = &limit
-		}
-		page, hint := pageLines(lines, op, lp) // never refuses a number
-		require.LessOrEqual(t, len(page), n)
-		if lp != nil {
-			require.LessOrEqual(t, len(page), max(limit, 0))
-		}
-		if op == nil && lp == nil {
-			require.LessOrEqual(t, len(page), DefaultLogLines)
-			require.Equal(t, n > DefaultLogLines, hint != "")
-		} else {
-			require.Empty(t, hint)
-		}
-		if len(page) > 0 {
-			first := atoi(page[0])
-			for i, l := range page {
-				require.Equal(t, itoa(first+i), l, "pages are contiguous")
-			}
-			if op != nil {
-				require.Equal(t, max(offset, 0), first, "a negative offset is 0")
-			} else {
-				require.Equal(t, n-1, atoi(page[len(page)-1]), "tail modes end at the last line")
-			}
-		}
-	})
-}
-
 // FuzzDeriveName checks the name deriver: it never panics, keeps the verb,
 // and bounds the target.
 func FuzzDeriveName(f *testing.F) {

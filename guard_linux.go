@@ -73,7 +73,7 @@ func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 	if res.err == nil {
 		if oc, ok := res.sp.child.(*osChild); ok {
 			oc.watchdog = r.watchdog
-			r.watchdog.watch(oc.pid())
+			r.watchdog.watch(oc.Pid())
 		}
 	}
 	return res.sp, res.err

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/bgexec/bgexec/internal/session"
 )
 
 // Notifier receives exit notifications of backgrounded sessions.
@@ -23,9 +25,12 @@ type Notifier interface {
 	Heartbeat(scopeKey, reason string)
 }
 
-// Retractor is an optional interface of a Notifier: when a poll reports an
-// exit whose event was already delivered, the registry calls Retract so a
-// queue can drop the event if the agent has not seen it yet.
+// Retractor is an optional interface of a Notifier: when a poll, wait or
+// kill reports an exit whose event was already delivered, the registry
+// calls Retract so a queue can drop the event if the agent has not seen it
+// yet. Retract is called on the goroutine of the reporting call, before
+// that call returns, so it must be safe for concurrent use and should not
+// block.
 type Retractor interface {
 	Retract(scopeKey, text string)
 }
@@ -35,28 +40,25 @@ const (
 	snippetMax    = 180
 )
 
-// exitEventText is the system-event text of SPEC §8.
-func exitEventText(id string, e *exitInfo, output string) string {
+// exitEventText is the system-event text of a session's end. It names the
+// whole session id, which can be passed back to process as it is.
+func exitEventText(id string, e *session.Exit, output string) string {
 	label := "completed"
-	if e.status() != StatusCompleted {
+	if e.Status() != session.Completed {
 		label = "failed"
-	}
-	short := id
-	if r := []rune(id); len(r) > 8 {
-		short = string(r[:8])
 	}
 	var how string
 	switch {
-	case e.reason == ExitReasonTimeout:
+	case e.Reason == session.ReasonTimeout:
 		how = "timeout"
-	case e.signal != "":
-		how = "signal " + e.signal
-	case e.code != nil:
-		how = fmt.Sprintf("code %d", *e.code)
+	case e.Signal != "":
+		how = "signal " + e.Signal
+	case e.Code != nil:
+		how = fmt.Sprintf("code %d", *e.Code)
 	default:
-		how = string(e.reason)
+		how = string(e.Reason)
 	}
-	text := fmt.Sprintf("Exec %s (%s, %s)", label, short, how)
+	text := fmt.Sprintf("Exec %s (%s, %s)", label, id, how)
 	if snip := exitSnippet(output); snip != "" {
 		text += " :: " + snip
 	}
@@ -80,37 +82,21 @@ func exitSnippet(output string) string {
 // heartbeatReason is the reason of the wake request for a session's exit.
 func heartbeatReason(id string) string { return "exec:" + id + ":exit" }
 
-// shouldNotifyLocked applies the skip rules of SPEC §8. s.mu must be held.
-func (s *session) shouldNotifyLocked(st *settings) bool {
-	if !st.notifyOnExit || st.notifier == nil || s.removed || s.exitReported || !s.ended {
-		return false
-	}
-	quiet := s.out.totalChars == 0
-	ok := s.exit.status() == StatusCompleted && s.exit.code != nil && *s.exit.code == 0
-	return !(ok && quiet) || st.notifyEmpty
-}
-
-// noteJob is one unit of work for the notification goroutine: deliver the
-// exit event of s, or retract an event already delivered. One FIFO keeps a
-// retraction behind the delivery it cancels.
-type noteJob struct {
-	s       *session
-	scope   string
-	retract string
-}
-
-func (r *Registry) enqueueNote(j noteJob) {
+// enqueueNote hands a session whose exit event may be due to the
+// notification goroutine. Whether it is due is the session's decision,
+// made when it ended; a poll may still take it over until it is sent.
+func (r *Registry) enqueueNote(s *session.Session) {
 	r.mu.Lock()
 	if !r.closed {
-		r.notes = append(r.notes, j)
+		r.notes = append(r.notes, s)
 	}
 	r.mu.Unlock()
 	kick(r.noteKick)
 }
 
-// deliverNotes is the registry's notification goroutine. On Close it
-// still applies queued retractions but drops deliveries, and once Close
-// stopped waiting for it (abandoned), it makes no call at all.
+// deliverNotes is the registry's notification goroutine. On Close it drops
+// what is queued, and once Close stopped waiting for it (abandoned), it
+// makes no call at all.
 func (r *Registry) deliverNotes() {
 	for {
 		var stopping bool
@@ -125,22 +111,14 @@ func (r *Registry) deliverNotes() {
 				r.mu.Unlock()
 				break
 			}
-			j := r.notes[0]
-			r.notes[0] = noteJob{} // the array must not keep the session reachable
+			s := r.notes[0]
+			r.notes[0] = nil // the array must not keep the session reachable
 			r.notes = r.notes[1:]
 			stopping = stopping || r.closed
-			rt, retracts := r.cfg.notifier.(Retractor)
-			calling := (j.s == nil && retracts) || (j.s != nil && !stopping)
-			r.noteCalling = calling
+			r.noteCalling = !stopping
 			r.mu.Unlock()
-			switch {
-			case !calling:
-			case j.s == nil:
-				rt.Retract(j.scope, j.retract)
-			default:
-				r.deliver(j.s)
-			}
-			if calling {
+			if !stopping {
+				r.deliver(s)
 				r.mu.Lock()
 				r.noteCalling = false
 				r.mu.Unlock()
@@ -152,29 +130,33 @@ func (r *Registry) deliverNotes() {
 	}
 }
 
-func (r *Registry) deliver(s *session) {
-	s.mu.Lock()
-	if !s.shouldNotifyLocked(&r.cfg) {
-		s.mu.Unlock()
+// deliver sends the exit event of s unless a call reported the end first.
+func (r *Registry) deliver(s *session.Session) {
+	sn, due := s.BeginEvent()
+	if !due {
 		return
 	}
-	text := exitEventText(s.id, &s.exit, s.out.agg.tail(snippetSource))
-	s.notifiedText = text
-	s.mu.Unlock()
+	text := exitEventText(s.ID(), &sn.Exit, sn.Tail)
 	n := r.cfg.notifier
-	n.SystemEvent(s.scope, text)
-	if r.isClosed() {
-		return // Close began during the event: no wake-up for a closing registry
+	n.SystemEvent(s.Scope(), text)
+	if !r.isClosed() { // no wake-up for a closing registry
+		n.Heartbeat(s.Scope(), heartbeatReason(s.ID()))
 	}
-	n.Heartbeat(s.scope, heartbeatReason(s.id))
+	if s.EventSent(text) {
+		// A poll reported the end while the event was being sent, and
+		// could not wait: the retraction is made here.
+		r.retract(s.Scope(), text)
+	}
 }
 
-// retract withdraws a delivered event after a poll reported the same exit.
+// retract withdraws a delivered event whose end a call reported; the call
+// returns only after it, so a runtime that drains right after the call
+// never sees the event.
 func (r *Registry) retract(scope, text string) {
 	if text == "" {
 		return
 	}
-	if _, ok := r.cfg.notifier.(Retractor); ok {
-		r.enqueueNote(noteJob{scope: scope, retract: text})
+	if rt, ok := r.cfg.notifier.(Retractor); ok {
+		rt.Retract(scope, text)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bgexec/bgexec/internal/session"
 )
 
 // ProcessRequest is the process tool's parameters. Field names and JSON
@@ -143,7 +145,7 @@ func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (*Result, err
 
 type actionHandler struct {
 	notFound string // the failure text for an unknown session, before its id
-	run      func(sc *Scope, ctx context.Context, s *session, req *ProcessRequest) (*Result, error)
+	run      func(sc *Scope, ctx context.Context, s *session.Session, req *ProcessRequest) (*Result, error)
 }
 
 // Failure texts for an unknown session, by what the action needs.
@@ -170,28 +172,26 @@ var processActions = map[string]actionHandler{
 // list answers the list action. The text has one line per session, newest
 // first whatever its status, as the reference prints it; details.sessions
 // lists the running sessions first, then the finished ones, newest first
-// within each.
+// within each. Each session is looked at once.
 func (sc *Scope) list() *Result {
 	sessions := sc.reg.list(sc.key) // newest first
 	lines := make([]string, 0, len(sessions))
 	var running, finished []SessionInfo
-	for _, s := range sessions {
-		s.mu.Lock()
-		sn := s.snapshotLocked()
+	for _, l := range sessions {
+		s, sn := l.s, &l.sn
 		info := SessionInfo{
-			SessionID: s.id, Status: sn.status, Pid: s.pid,
-			StartedAt: s.startedAt.UnixMilli(), RuntimeMs: sn.runtime.Milliseconds(),
-			Cwd: s.cwd, Command: s.command, Name: s.name,
-			Tail: s.out.agg.tail(tailChars), Truncated: sn.truncated,
+			SessionID: s.ID(), Status: statusOf(sn.Status), Pid: s.Pid(),
+			StartedAt: s.StartedAt().UnixMilli(), RuntimeMs: sn.Runtime.Milliseconds(),
+			Cwd: s.Cwd(), Command: s.Command(), Name: s.Name(),
+			Tail: sn.Tail, Truncated: sn.Truncated,
 		}
-		s.mu.Unlock()
-		lines = append(lines, fmt.Sprintf("%s %-9s %s :: %s", s.id, sn.status, compactDuration(sn.runtime), s.name))
-		if !sn.ended {
+		lines = append(lines, fmt.Sprintf("%s %-9s %s :: %s", s.ID(), sn.Status, compactDuration(sn.Runtime), s.Name()))
+		if !sn.Ended {
 			running = append(running, info)
 			continue
 		}
-		info.EndedAt = sn.exit.at.UnixMilli()
-		info.ExitCode, info.ExitSignal = sn.exit.code, sn.exit.signal
+		info.EndedAt = sn.Exit.At.UnixMilli()
+		info.ExitCode, info.ExitSignal = sn.Exit.Code, sn.Exit.Signal
 		finished = append(finished, info)
 	}
 	text := "No running or recent sessions."
@@ -202,50 +202,21 @@ func (sc *Scope) list() *Result {
 }
 
 // exitLine is the poll/wait line about the process state.
-func exitLine(sn *snapshot) string {
+func exitLine(sn *session.Snapshot) string {
 	switch {
-	case !sn.ended:
+	case !sn.Ended:
 		return "Process still running."
-	case sn.exit.reason == ExitReasonTimeout:
+	case sn.Exit.Reason == session.ReasonTimeout:
 		return "Process exited with timeout."
-	case sn.exit.signal != "":
-		return "Process exited with signal " + sn.exit.signal + "."
-	case sn.exit.code != nil:
-		return fmt.Sprintf("Process exited with code %d.", *sn.exit.code)
+	case sn.Exit.Signal != "":
+		return "Process exited with signal " + sn.Exit.Signal + "."
+	case sn.Exit.Code != nil:
+		return fmt.Sprintf("Process exited with code %d.", *sn.Exit.Code)
 	}
-	return "Process exited (" + string(sn.exit.reason) + ")."
+	return "Process exited (" + string(sn.Exit.Reason) + ")."
 }
 
-// waitChange blocks until cond holds (checked under s.mu), the deadline
-// passes or ctx ends. While it waits it counts as a poll waiter, so an exit
-// it will report consumes the exit notification.
-func (s *session) waitChange(ctx context.Context, d time.Duration, cond func() bool) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pollWaiters++
-	defer func() { s.pollWaiters-- }() // runs before the unlock
-	for !cond() && !s.ended {
-		ch := s.changed
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-t.C:
-			s.mu.Lock()
-			return
-		case <-ctx.Done():
-			s.mu.Lock()
-			return
-		}
-		s.mu.Lock()
-	}
-}
-
-func (sc *Scope) poll(ctx context.Context, s *session, req *ProcessRequest) (*Result, error) {
+func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
 	var wait time.Duration
 	if req.Timeout != nil {
 		ms := clamp(float64(*req.Timeout), 0, MaxPollTimeoutMs)
@@ -254,37 +225,20 @@ func (sc *Scope) poll(ctx context.Context, s *session, req *ProcessRequest) (*Re
 		}
 		wait = time.Duration(ms * float64(time.Millisecond))
 	}
-	s.waitChange(ctx, wait, func() bool { return !s.out.pending.empty() })
-
-	s.mu.Lock()
-	text, dropped := s.out.drainPending()
-	sn := s.snapshotLocked()
-	d := Details{
-		Status: sn.status, SessionID: s.id, Name: s.name, Aggregated: s.out.agg.String(),
-	}
-	var retract string
-	if sn.ended {
-		d.ExitCode, d.ExitSignal, d.ExitReason = sn.exit.code, sn.exit.signal, sn.exit.reason
-		if !s.exitReported {
-			s.exitReported = true
-			retract = s.notifiedText
-		}
+	dr := s.Poll(ctx, wait)
+	sc.reg.retract(sc.key, dr.Retract)
+	sn := &dr.Snap
+	d := Details{Status: statusOf(sn.Status), SessionID: s.ID(), Name: s.Name(), Aggregated: dr.Aggregated}
+	if sn.Ended {
+		exitDetails(&d, &sn.Exit)
 	} else {
-		if text != "" {
-			s.emptyPolls = 0
-		} else {
-			s.emptyPolls++
-		}
-		d.RetryInMs = ptr(retryAfter(s.emptyPolls))
+		d.RetryInMs = ptr(retryAfter(dr.EmptyPolls))
 	}
-	s.mu.Unlock()
-	sc.reg.retract(sc.key, retract)
-
-	body := strings.TrimRight(text, "\n")
+	body := strings.TrimRight(dr.Text, "\n")
 	if body == "" {
 		body = "(no new output)"
 	}
-	return textResult(withNotice(body, dropped)+"\n\n"+exitLine(&sn), d), nil
+	return textResult(withLossNotice(body, dr.Loss)+"\n\n"+exitLine(sn), d), nil
 }
 
 // retryAfter is the suggested poll delay after n consecutive empty polls:
@@ -295,114 +249,85 @@ func retryAfter(n int) int64 {
 	return steps[min(max(n-1, 0), len(steps)-1)]
 }
 
-func (sc *Scope) log(_ context.Context, s *session, req *ProcessRequest) (*Result, error) {
-	s.mu.Lock()
-	agg := s.out.agg.String()
-	sn := s.snapshotLocked()
-	total := s.out.agg.runes
-	s.mu.Unlock()
-
-	lines := splitLines(agg)
-	page, hint := pageLines(lines, req.Offset, req.Limit)
-	d := Details{
-		Status: sn.status, SessionID: s.id, Name: s.name,
-		TotalLines: ptr(len(lines)), TotalChars: ptr(int64(total)), Truncated: ptr(sn.truncated),
+// log answers the log action. Line numbers count from the first line the
+// session ever printed: when the retention cap dropped older lines, offsets
+// still name the same lines, details.firstLine is the oldest kept, and the
+// text says which lines are gone. Only the selected lines are copied.
+func (sc *Scope) log(_ context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
+	var offset, limit *int64
+	if req.Offset != nil {
+		offset = ptr(int64(*req.Offset))
 	}
-	if sn.ended {
-		d.ExitCode, d.ExitSignal = sn.exit.code, sn.exit.signal
+	if req.Limit != nil {
+		limit = ptr(int64(*req.Limit))
+	}
+	p, sn := s.Page(offset, limit, DefaultLogLines)
+	d := Details{
+		Status: statusOf(sn.Status), SessionID: s.ID(), Name: s.Name(),
+		TotalLines: ptr(int(p.TotalLines)), TotalChars: ptr(p.RetainedChars), Truncated: ptr(p.Truncated),
+	}
+	if p.Truncated {
+		d.FirstLine = ptr(p.FirstLine)
+	}
+	if sn.Ended {
+		d.ExitCode, d.ExitSignal = sn.Exit.Code, sn.Exit.Signal
 	}
 	var text string
 	switch {
-	case len(lines) == 0 && !sn.ended:
+	case p.TotalLines == 0 && !sn.Ended:
 		text = "(no output yet)"
-	case len(page) == 0:
+	case len(p.Lines) == 0:
 		// Nothing printed, or a window with no lines in it (limit <= 0, an
 		// offset past the end): the reference's text for both.
 		text = "(no output recorded)"
 	default:
-		text = strings.Join(page, "\n") + hint
-	}
-	return textResult(withNotice(text, sn.truncated), d), nil
-}
-
-// splitLines turns the aggregate into lines: CRLF → LF, a trailing empty line dropped.
-func splitLines(agg string) []string {
-	if agg == "" {
-		return nil
-	}
-	agg = strings.ReplaceAll(agg, "\r\n", "\n")
-	lines := strings.Split(agg, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	return lines
-}
-
-// pageLines selects the lines of a log call and returns the paging hint.
-// Both omitted: the last DefaultLogLines lines, with a hint when there are
-// more; only limit: the last limit lines; only offset: from offset to the
-// end; both: [offset, offset+limit). No number is refused: a negative
-// offset is 0, a limit of 0 or less selects nothing.
-func pageLines(lines []string, offset, limit *int) ([]string, string) {
-	n := len(lines)
-	switch {
-	case offset == nil && limit == nil:
-		if n <= DefaultLogLines {
-			return lines, ""
+		text = strings.Join(p.Lines, "\n")
+		if offset == nil && limit == nil && p.TotalLines-p.FirstLine > DefaultLogLines {
+			text += fmt.Sprintf("\n\n[showing last %d of %d lines; pass offset/limit to page]", DefaultLogLines, p.TotalLines)
 		}
-		return lines[n-DefaultLogLines:], fmt.Sprintf("\n\n[showing last %d of %d lines; pass offset/limit to page]", DefaultLogLines, n)
-	case offset == nil:
-		return lines[n-clamp(*limit, 0, n):], ""
 	}
-	lo := clamp(*offset, 0, n)
-	if limit == nil {
-		return lines[lo:], ""
+	if p.Truncated {
+		text = discardNotice + "\n\n" + logDropNotice(p.FirstLine) + "\n" + text
 	}
-	return lines[lo : lo+clamp(*limit, 0, n-lo)], ""
+	return textResult(text, d), nil
 }
 
-// inputTarget checks that s can take input and returns the failure if not.
-func inputCheck(s *session) *Result {
-	s.mu.Lock()
-	ended := s.ended
-	s.mu.Unlock()
-	if ended {
-		return failure("No active session found for " + s.id)
+// inputCheck checks that s can take input and returns the failure if not.
+func inputCheck(s *session.Session) *Result {
+	if s.Snapshot(0).Ended {
+		return failure("No active session found for " + s.ID())
 	}
-	s.stdinMu.Lock()
-	ok := s.stdin != nil && !s.stdinEOF
-	s.stdinMu.Unlock()
-	if !ok {
-		return failure("Session " + s.id + " stdin is not writable.")
+	if !s.Writable() {
+		return failure("Session " + s.ID() + " stdin is not writable.")
 	}
 	return nil
 }
 
 // deliver writes p within the write bound; short writes become a failure
 // that says how much arrived.
-func (s *session) deliver(p []byte) (int, *Result) {
-	n, err := s.writeInput(p, WriteBound)
+func deliver(s *session.Session, p []byte) (int, *Result) {
+	n, err := s.Write(p, WriteBound)
 	switch {
 	case err == nil:
 		return n, nil
-	case errors.Is(err, errStdinClosed):
-		return n, failure("Session " + s.id + " stdin is not writable.")
+	case errors.Is(err, session.ErrStdinClosed):
+		return n, failure("Session " + s.ID() + " stdin is not writable.")
 	default:
-		return n, textResult(fmt.Sprintf("Wrote %d of %d bytes to session %s; the rest was not taken within %s (%v). The command may not be reading its input.", n, len(p), s.id, WriteBound, err),
-			Details{Status: StatusFailed, SessionID: s.id})
+		return n, textResult(fmt.Sprintf("Wrote %d of %d bytes to session %s; the rest was not taken within %s (%v). The command may not be reading its input.", n, len(p), s.ID(), WriteBound, err),
+			Details{Status: StatusFailed, SessionID: s.ID()})
 	}
 }
 
-func (sc *Scope) write(_ context.Context, s *session, req *ProcessRequest) (*Result, error) {
+func (sc *Scope) write(_ context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
-	n, r := s.deliver([]byte(req.Data))
+	n, r := deliver(s, []byte(req.Data))
 	if r != nil {
 		return r, nil
 	}
 	var note string
-	if s.pty && canonicalMode(s.ttyName) {
+	if s.PTY() && canonicalMode(s.TTYName()) {
 		if kept := canonicalKept([]byte(req.Data)); kept < n {
 			note = fmt.Sprintf(" The terminal is in canonical (line) mode, which keeps at most %d bytes per line: the kernel dropped %d bytes of over-long lines. Send shorter lines, or use a program that switches the terminal to raw mode.", maxCanonLine, n-kept)
 			n = kept
@@ -411,26 +336,26 @@ func (sc *Scope) write(_ context.Context, s *session, req *ProcessRequest) (*Res
 	closed := ""
 	if req.EOF {
 		unfinished := req.Data != "" && !strings.HasSuffix(req.Data, "\n") && !strings.HasSuffix(req.Data, "\r")
-		if err := s.closeInput(unfinished); err != nil {
-			return failure("Session " + s.id + " stdin is not writable."), nil
+		if err := s.CloseInput(unfinished); err != nil {
+			return failure("Session " + s.ID() + " stdin is not writable."), nil
 		}
 		closed = " (stdin closed)"
 	}
-	text := fmt.Sprintf("Wrote %d bytes to session %s%s.", n, s.id, closed) + note
-	return textResult(text, Details{Status: StatusRunning, SessionID: s.id}), nil
+	text := fmt.Sprintf("Wrote %d bytes to session %s%s.", n, s.ID(), closed) + note
+	return textResult(text, Details{Status: StatusRunning, SessionID: s.ID()}), nil
 }
 
-func (sc *Scope) submit(_ context.Context, s *session, _ *ProcessRequest) (*Result, error) {
+func (sc *Scope) submit(_ context.Context, s *session.Session, _ *ProcessRequest) (*Result, error) {
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
-	if _, r := s.deliver([]byte("\r")); r != nil {
+	if _, r := deliver(s, []byte("\r")); r != nil {
 		return r, nil
 	}
-	return textResult(fmt.Sprintf("Submitted session %s (sent CR).", s.id), Details{Status: StatusRunning, SessionID: s.id}), nil
+	return textResult(fmt.Sprintf("Submitted session %s (sent CR).", s.ID()), Details{Status: StatusRunning, SessionID: s.ID()}), nil
 }
 
-func (sc *Scope) paste(_ context.Context, s *session, req *ProcessRequest) (*Result, error) {
+func (sc *Scope) paste(_ context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
 	// Only an empty payload is refused: a bracketed paste of "" still sends
 	// the two markers, as the reference does.
 	data := req.Text
@@ -443,47 +368,40 @@ func (sc *Scope) paste(_ context.Context, s *session, req *ProcessRequest) (*Res
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
-	if _, r := s.deliver([]byte(data)); r != nil {
+	if _, r := deliver(s, []byte(data)); r != nil {
 		return r, nil
 	}
-	return textResult(fmt.Sprintf("Pasted %d chars to session %s.", utf8.RuneCountInString(req.Text), s.id), Details{Status: StatusRunning, SessionID: s.id}), nil
+	return textResult(fmt.Sprintf("Pasted %d chars to session %s.", utf8.RuneCountInString(req.Text), s.ID()), Details{Status: StatusRunning, SessionID: s.ID()}), nil
 }
 
-func (sc *Scope) kill(ctx context.Context, s *session, _ *ProcessRequest) (*Result, error) {
-	s.mu.Lock()
-	ended := s.ended
-	s.mu.Unlock()
-	if ended {
-		return failure("No active session found for " + s.id), nil
-	}
+// kill is the agent's kill: its result reports the end, so no exit event
+// is sent for it, and an event already sent is retracted.
+func (sc *Scope) kill(ctx context.Context, s *session.Session, _ *ProcessRequest) (*Result, error) {
 	// Without a cgroup, processes that left the process group survive the
 	// kill; remember the session's descendants to say so.
 	var before []procRef
 	var listErr error
-	_, real := s.c.(*osChild)
-	tracked := real && sc.reg.cgroups == nil
-	if tracked {
-		before, listErr = descendants(s.pid)
+	_, real := s.Process().(*osChild)
+	if real && sc.reg.cgroups == nil {
+		before, listErr = descendants(s.Pid())
 	}
-	s.terminate(ExitReasonKilled)
+	if !s.Kill() {
+		return failure("No active session found for " + s.ID()), nil
+	}
 	// Bounded by the grace period, the drain timeout (an escaper may hold the
 	// pipe) and a second for the kernel.
 	t := time.NewTimer(sc.reg.cfg.killGrace + sc.reg.cfg.drainTimeout + time.Second)
 	defer t.Stop()
 	select {
-	case <-s.done:
-		s.mu.Lock()
-		sn := s.snapshotLocked()
-		leftover := s.leftover
-		s.mu.Unlock()
-		d := Details{
-			Status: sn.status, SessionID: s.id, ExitCode: sn.exit.code, ExitSignal: sn.exit.signal, ExitReason: sn.exit.reason, Name: s.name,
-		}
-		if leftover != nil {
+	case <-s.Done():
+		sn := s.Snapshot(0)
+		d := Details{Status: statusOf(sn.Status), SessionID: s.ID(), Name: s.Name()}
+		exitDetails(&d, &sn.Exit)
+		if sn.Exit.Leftover != nil {
 			// The shell ended, but what it left could not be seen gone.
-			return textResult("Termination requested for session "+s.id+".\n"+leftoverWarning(leftover, sc.reg.cgroups != nil), d), nil
+			return textResult("Termination requested for session "+s.ID()+".\n"+leftoverWarning(sn.Exit.Leftover, sc.reg.cgroups != nil), d), nil
 		}
-		text := "Killed session " + s.id + "."
+		text := "Killed session " + s.ID() + "."
 		if listErr != nil {
 			text += "\nWarning: could not list the session's processes before the kill (" + listErr.Error() + "); a process that left the process group may have escaped."
 		}
@@ -494,7 +412,7 @@ func (sc *Scope) kill(ctx context.Context, s *session, _ *ProcessRequest) (*Resu
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return textResult("Termination requested for session "+s.id+".", Details{Status: StatusRunning, SessionID: s.id, Name: s.name}), nil
+	return textResult("Termination requested for session "+s.ID()+".", Details{Status: StatusRunning, SessionID: s.ID(), Name: s.Name()}), nil
 }
 
 // leftoverWarning is the warning line for a session whose end could not be
@@ -507,30 +425,20 @@ func leftoverWarning(err error, cgroup bool) string {
 	return w + "."
 }
 
-func (sc *Scope) clearSession(_ context.Context, s *session, _ *ProcessRequest) (*Result, error) {
-	s.mu.Lock()
-	ended := s.ended
-	s.mu.Unlock()
-	if !ended {
-		return failure("No finished session found for " + s.id), nil
+func (sc *Scope) clearSession(_ context.Context, s *session.Session, _ *ProcessRequest) (*Result, error) {
+	if !s.Snapshot(0).Ended {
+		return failure("No finished session found for " + s.ID()), nil
 	}
 	sc.reg.forget(s)
-	return textResult("Cleared session "+s.id+".", Details{Status: StatusCompleted, SessionID: s.id}), nil
+	return textResult("Cleared session "+s.ID()+".", Details{Status: StatusCompleted, SessionID: s.ID()}), nil
 }
 
-func (sc *Scope) remove(_ context.Context, s *session, _ *ProcessRequest) (*Result, error) {
-	s.mu.Lock()
-	ended := s.ended
-	if !ended {
-		s.removed = true
-	}
-	s.mu.Unlock()
-	if ended {
+func (sc *Scope) remove(_ context.Context, s *session.Session, _ *ProcessRequest) (*Result, error) {
+	// A running session is forgotten at once (lookups skip removed
+	// sessions) and killed without an exit event; its owner drops it from
+	// the registry when the kill completes.
+	if !s.Remove() {
 		sc.reg.forget(s)
-		return textResult("Removed session "+s.id+".", Details{Status: StatusCompleted, SessionID: s.id}), nil
 	}
-	// Forgotten at once (lookups skip removed sessions); the owner goroutine
-	// drops it from the registry when the kill completes.
-	s.terminate(ExitReasonKilled)
-	return textResult("Removed session "+s.id+".", Details{Status: StatusCompleted, SessionID: s.id}), nil
+	return textResult("Removed session "+s.ID()+".", Details{Status: StatusCompleted, SessionID: s.ID()}), nil
 }

@@ -280,7 +280,7 @@ func awaitDone(t *testing.T, reg *Registry, id string) {
 	reg.mu.Unlock()
 	require.NotNil(t, s)
 	select {
-	case <-s.done:
+	case <-s.Done():
 	case <-time.After(20 * time.Second):
 		t.Fatalf("session %s did not end", id)
 	}

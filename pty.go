@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/bgexec/bgexec/internal/session"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
@@ -76,31 +77,27 @@ const (
 	MaxPTYSize = 1000
 )
 
-func (sc *Scope) resize(_ context.Context, s *session, req *ProcessRequest) (*Result, error) {
+func (sc *Scope) resize(_ context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
 	if req.Cols < MinPTYSize || req.Cols > MaxPTYSize || req.Rows < MinPTYSize || req.Rows > MaxPTYSize {
 		return failure(fmt.Sprintf("Invalid size %dx%d: pass cols and rows from 1 to 1000.", req.Cols, req.Rows)), nil
 	}
-	if !s.pty {
-		return failure("Session " + s.id + " has no terminal; resize needs a session started with pty:true."), nil
+	if !s.PTY() {
+		return failure("Session " + s.ID() + " has no terminal; resize needs a session started with pty:true."), nil
 	}
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
-	s.stdinMu.Lock()
-	master, _ := s.stdin.(*os.File)
-	var err error
-	if master != nil {
-		err = setWinsize(master, uint16(req.Cols), uint16(req.Rows))
-	}
-	s.stdinMu.Unlock()
-	if master == nil {
+	found, err := s.WithTerminal(func(master *os.File) error {
+		return setWinsize(master, uint16(req.Cols), uint16(req.Rows))
+	})
+	if !found {
 		// It ended after inputCheck: the owner released the terminal.
-		return failure("No active session found for " + s.id), nil
+		return failure("No active session found for " + s.ID()), nil
 	}
 	if err != nil {
-		return failure(fmt.Sprintf("Resizing session %s failed: %v", s.id, err)), nil
+		return failure(fmt.Sprintf("Resizing session %s failed: %v", s.ID(), err)), nil
 	}
-	return textResult(fmt.Sprintf("Resized session %s to %dx%d.", s.id, req.Cols, req.Rows), Details{Status: StatusRunning, SessionID: s.id}), nil
+	return textResult(fmt.Sprintf("Resized session %s to %dx%d.", s.ID(), req.Cols, req.Rows), Details{Status: StatusRunning, SessionID: s.ID()}), nil
 }
 
 // maxCanonLine is how many bytes a Linux terminal in canonical mode keeps

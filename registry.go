@@ -1,6 +1,7 @@
 package bgexec
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/bgexec/bgexec/internal/allowlist"
 	"github.com/bgexec/bgexec/internal/envpolicy"
+	"github.com/bgexec/bgexec/internal/session"
 )
 
 // ErrClosed is returned by calls on a Registry that has been closed.
@@ -23,7 +25,7 @@ type Registry struct {
 	cfg    settings
 	env    envpolicy.Policy
 	allow  *allowlist.Checker // the allowlist, parsed per call
-	chunks chunkPool
+	chunks session.ChunkPool
 	spawn  func(*spawnSpec) (*spawned, error) // spawnContained; tests substitute fakes
 
 	spawner  spawner
@@ -44,11 +46,13 @@ type Registry struct {
 	closeDone chan struct{} // closed when the first Close has ended every session
 
 	mu       sync.Mutex // guards the fields below
-	sessions map[string]*session
+	sessions map[string]*session.Session
+	byScope  map[string]map[string]*session.Session // the same sessions, by scope
+	expiry   expiryHeap                             // ended backgrounded sessions, by TTL
 	closed   bool
 	retired  map[string]struct{} // ids of forgotten sessions, not reissued
 	retiredQ []string            // retired ids, oldest first (at most maxRetiredIDs)
-	notes    []noteJob           // notification work, in order
+	notes    []*session.Session  // sessions whose exit event may be due, in order
 	// noteCalling is set while the notification goroutine is in a
 	// Notifier call; notesAbandoned once Close stopped waiting for it,
 	// after which it starts no other call.
@@ -95,7 +99,8 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		noteKick:  make(chan struct{}, 1),
 		notesDone: make(chan struct{}),
 		closeDone: make(chan struct{}),
-		sessions:  make(map[string]*session),
+		sessions:  make(map[string]*session.Session),
+		byScope:   make(map[string]map[string]*session.Session),
 		spawner:   spawner{reqs: make(chan spawnCall)},
 		watchdog:  wd,
 		cgroups:   cg,
@@ -163,29 +168,29 @@ func (r *Registry) Close(ctx context.Context) error {
 	// Exec calls admitted before the flag finish spawning and register.
 	r.spawns.Wait()
 	r.mu.Lock()
-	running := make([]*session, 0, len(r.sessions))
+	running := make([]*session.Session, 0, len(r.sessions))
 	for _, s := range r.sessions {
 		running = append(running, s)
 	}
 	r.mu.Unlock()
 
 	for _, s := range running {
-		s.terminate(ExitReasonKilled)
+		s.Terminate(session.ReasonKilled)
 	}
 	var err error
 	for i, s := range running {
 		select {
-		case <-s.done:
+		case <-s.Done():
 			continue
 		case <-ctx.Done():
 		}
 		// Out of time: SIGKILL everything still running once, then wait.
 		err = ctx.Err()
 		for _, s := range running[i:] {
-			s.forceKill(ExitReasonKilled)
+			s.ForceKill(session.ReasonKilled)
 		}
 		for _, s := range running[i:] {
-			<-s.done
+			<-s.Done()
 		}
 		break
 	}
@@ -199,6 +204,8 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	clear(r.sessions)
+	clear(r.byScope)
+	r.expiry = nil
 	r.mu.Unlock()
 	close(r.closeDone)
 	if nerr := r.awaitNotifier(ctx); err == nil {
@@ -269,17 +276,26 @@ func (r *Registry) admit() error {
 
 func (r *Registry) spawnDone() { r.spawns.Done() }
 
-// add registers a new session under a fresh id. Only admitted calls add,
-// so it succeeds even while Close waits for them.
-func (r *Registry) add(s *session) {
+// add registers a new session under a fresh id, not started yet. Only
+// admitted calls add, so it succeeds even while Close waits for them.
+func (r *Registry) add(o session.Options) *session.Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s.id = newSlug(func(id string) bool {
+	o.ID = newSlug(func(id string) bool {
 		_, live := r.sessions[id]
 		_, old := r.retired[id]
 		return live || old
 	})
-	r.sessions[s.id] = s
+	o.Pool, o.Goroutines, o.Ended = &r.chunks, &r.goroutines, r.sessionEnded
+	s := session.New(o)
+	r.sessions[o.ID] = s
+	scope := r.byScope[o.Scope]
+	if scope == nil {
+		scope = make(map[string]*session.Session)
+		r.byScope[o.Scope] = scope
+	}
+	scope[o.ID] = s
+	return s
 }
 
 // maxRetiredIDs bounds how many ids of forgotten sessions are kept from
@@ -288,40 +304,47 @@ func (r *Registry) add(s *session) {
 const maxRetiredIDs = 10000
 
 // forget drops a session from the registry and retires its id.
-func (r *Registry) forget(s *session) {
+func (r *Registry) forget(s *session.Session) {
 	r.mu.Lock()
-	if r.sessions[s.id] == s {
-		delete(r.sessions, s.id)
-		if r.retired == nil {
-			r.retired = make(map[string]struct{})
-		}
-		r.retired[s.id] = struct{}{}
-		r.retiredQ = append(r.retiredQ, s.id)
-		if len(r.retiredQ) > maxRetiredIDs {
-			delete(r.retired, r.retiredQ[0])
-			r.retiredQ[0] = ""
-			r.retiredQ = r.retiredQ[1:]
+	defer r.mu.Unlock()
+	id := s.ID()
+	if r.sessions[id] != s {
+		return
+	}
+	delete(r.sessions, id)
+	if scope := r.byScope[s.Scope()]; scope != nil {
+		delete(scope, id)
+		if len(scope) == 0 {
+			delete(r.byScope, s.Scope())
 		}
 	}
-	r.mu.Unlock()
+	if r.retired == nil {
+		r.retired = make(map[string]struct{})
+	}
+	r.retired[id] = struct{}{}
+	r.retiredQ = append(r.retiredQ, id)
+	if len(r.retiredQ) > maxRetiredIDs {
+		delete(r.retired, r.retiredQ[0])
+		r.retiredQ[0] = ""
+		r.retiredQ = r.retiredQ[1:]
+	}
 }
 
 // lookup finds a session of scope. Other scopes' sessions and removed ones
 // are not found; bg reports whether it was backgrounded (foreground runs are
 // still inside their exec call).
-func (r *Registry) lookup(scope, id string) (s *session, found, bg bool) {
+func (r *Registry) lookup(scope, id string) (s *session.Session, found, bg bool) {
 	r.mu.Lock()
-	s = r.sessions[id]
+	s = r.byScope[scope][id]
 	r.mu.Unlock()
-	if s == nil || s.scope != scope {
+	if s == nil {
 		return nil, false, false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.removed {
+	sn := s.Snapshot(0)
+	if sn.Removed {
 		return nil, false, false
 	}
-	return s, true, s.backgrounded
+	return s, true, sn.Backgrounded
 }
 
 func (r *Registry) isClosed() bool {
@@ -330,38 +353,47 @@ func (r *Registry) isClosed() bool {
 	return r.closed
 }
 
-// list returns the scope's backgrounded sessions, newest first.
-func (r *Registry) list(scope string) []*session {
+// listed is a session of a list with its snapshot, taken once.
+type listed struct {
+	s  *session.Session
+	sn session.Snapshot
+}
+
+// list returns the scope's backgrounded sessions, newest first, each with
+// its snapshot and tail. It looks only at the scope's own sessions.
+func (r *Registry) list(scope string) []listed {
 	r.mu.Lock()
-	var out []*session
-	for _, s := range r.sessions {
-		if s.scope == scope {
-			out = append(out, s)
-		}
+	ss := make([]*session.Session, 0, len(r.byScope[scope]))
+	for _, s := range r.byScope[scope] {
+		ss = append(ss, s)
 	}
 	r.mu.Unlock()
-	out = slices.DeleteFunc(out, func(s *session) bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return !s.backgrounded || s.removed
-	})
-	slices.SortFunc(out, func(a, b *session) int { return b.startedAt.Compare(a.startedAt) })
+	out := make([]listed, 0, len(ss))
+	for _, s := range ss {
+		if sn := s.Snapshot(tailChars); sn.Backgrounded && !sn.Removed {
+			out = append(out, listed{s, sn})
+		}
+	}
+	slices.SortFunc(out, func(a, b listed) int { return b.s.StartedAt().Compare(a.s.StartedAt()) })
 	return out
 }
 
 // sessionEnded is called by a session's owner goroutine after its end was
-// recorded.
-func (r *Registry) sessionEnded(s *session, notify bool) {
-	s.mu.Lock()
-	removed := s.removed
-	s.mu.Unlock()
-	if removed {
+// recorded: a removed session is forgotten, a backgrounded one gets its
+// expiry and, when it is due, its exit event.
+func (r *Registry) sessionEnded(s *session.Session) {
+	sn := s.Snapshot(0)
+	switch {
+	case sn.Removed:
 		r.forget(s)
 		return
+	case !sn.Backgrounded:
+		return // a foreground run: its exec call forgets it
 	}
-	if notify {
-		r.enqueueNote(noteJob{s: s})
-	}
+	r.mu.Lock()
+	heap.Push(&r.expiry, expiring{at: sn.Exit.At.Add(r.cfg.ttl), s: s})
+	r.mu.Unlock()
+	r.enqueueNote(s)
 	kick(r.sweepKick)
 }
 
@@ -400,27 +432,46 @@ func (r *Registry) sweep() {
 	}
 }
 
-// reapExpired forgets expired sessions and returns the wait until the next expiry.
+// reapExpired forgets the sessions whose TTL has passed and returns the
+// wait until the next expiry. The expiry heap holds every ended
+// backgrounded session once, so the cost is O(log n) per session.
 func (r *Registry) reapExpired(now time.Time) time.Duration {
+	var due []*session.Session
+	next := time.Hour
 	r.mu.Lock()
-	candidates := make([]*session, 0, len(r.sessions))
-	for _, s := range r.sessions {
-		candidates = append(candidates, s)
+	for r.expiry.Len() > 0 {
+		top := r.expiry[0]
+		if left := top.at.Sub(now); left > 0 {
+			next = min(next, left)
+			break
+		}
+		heap.Pop(&r.expiry)
+		due = append(due, top.s)
 	}
 	r.mu.Unlock()
-	next := time.Hour
-	for _, s := range candidates {
-		s.mu.Lock()
-		ended, bg, at := s.ended, s.backgrounded, s.exit.at
-		s.mu.Unlock()
-		if !ended || !bg {
-			continue
-		}
-		if left := at.Add(r.cfg.ttl).Sub(now); left <= 0 {
-			r.forget(s)
-		} else {
-			next = min(next, left)
-		}
+	for _, s := range due {
+		r.forget(s) // a no-op for one cleared meanwhile
 	}
 	return next
+}
+
+// expiring is an ended session and when its TTL passes.
+type expiring struct {
+	at time.Time
+	s  *session.Session
+}
+
+// expiryHeap orders sessions by expiry, soonest first (container/heap).
+type expiryHeap []expiring
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiring)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = expiring{} // the array must not keep the session reachable
+	*h = old[:len(old)-1]
+	return x
 }

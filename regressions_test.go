@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/session"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -61,7 +62,7 @@ func TestCloseGivesTheGracePeriod(t *testing.T) {
 	reg, err := NewRegistry(Config{YieldMs: MaxYieldMs, KillGrace: 2 * time.Second})
 	require.NoError(t, err)
 	sc := reg.Scope("a")
-	var ss []*session
+	var ss []*session.Session
 	for range 4 {
 		id := startBackground(t, sc, &ExecRequest{Command: "exec " + helper("trap-exit0")})
 		waitFor(t, sc, id, "ready")
@@ -69,9 +70,10 @@ func TestCloseGivesTheGracePeriod(t *testing.T) {
 	}
 	require.NoError(t, reg.Close(testCtx(t)))
 	for _, s := range ss {
-		assert.Empty(t, s.exit.signal, "session %s got SIGTERM and exited 0, not SIGKILL", s.id)
-		assert.Equal(t, "0", codeString(s.exit.code), "session %s", s.id)
-		assert.Equal(t, ExitReasonKilled, s.exit.reason, "session %s", s.id)
+		e := s.Snapshot(0).Exit
+		assert.Empty(t, e.Signal, "session %s got SIGTERM and exited 0, not SIGKILL", s.ID())
+		assert.Equal(t, "0", codeString(e.Code), "session %s", s.ID())
+		assert.Equal(t, ExitReasonKilled, reasonOf(e.Reason), "session %s", s.ID())
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bgexec/bgexec/internal/session"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -232,19 +233,19 @@ func awaitKeys(ctx context.Context, sc *Scope, id string, keys ...string) (map[s
 }
 
 // sessionOf returns the registry's session for id (nil if forgotten).
-func sessionOf(reg *Registry, id string) *session {
+func sessionOf(reg *Registry, id string) *session.Session {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	return reg.sessions[id]
 }
 
 // awaitEnd waits until s has ended, or ctx ends.
-func awaitEnd(ctx context.Context, s *session) error {
+func awaitEnd(ctx context.Context, s *session.Session) error {
 	select {
-	case <-s.done:
+	case <-s.Done():
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("session %s did not end: %w", s.id, ctx.Err())
+		return fmt.Errorf("session %s did not end: %w", s.ID(), ctx.Err())
 	}
 }
 
@@ -548,9 +549,7 @@ func leakSession(ctx context.Context, reg *Registry, sc *Scope, way endWay, pty,
 		if err := awaitEnd(ctx, s); err != nil {
 			return err
 		}
-		s.mu.Lock()
-		reason := s.exit.reason
-		s.mu.Unlock()
+		reason := reasonOf(s.Snapshot(0).Exit.Reason)
 		if reason != ExitReasonKilled {
 			return fmt.Errorf("removed session ended with reason %q", reason)
 		}
@@ -665,7 +664,7 @@ func runEscapers(t *testing.T, c Containment) []escaperResult {
 	type run struct {
 		escaperResult
 		id      string
-		s       *session
+		s       *session.Session
 		watches map[string]*pidWatch
 		cgDir   string // the session's cgroup ("" without cgroups)
 	}
@@ -691,7 +690,7 @@ func runEscapers(t *testing.T, c Containment) []escaperResult {
 	for _, r := range runs {
 		pids, err := awaitKeys(ctx, sc, r.id, escaperKinds...)
 		require.NoError(t, err)
-		leader, _ := readPS(r.s.pid)
+		leader, _ := readPS(r.s.Pid())
 		for _, kind := range escaperKinds {
 			w, err := watchPid(pids[kind])
 			require.NoError(t, err)
@@ -807,35 +806,33 @@ func sessionCgroupOf(t *testing.T, reg *Registry, pid int) string {
 }
 
 // endEscaperSession ends s in the given way and checks the reported reason.
-func endEscaperSession(ctx context.Context, sc *Scope, s *session, way endWay) error {
+func endEscaperSession(ctx context.Context, sc *Scope, s *session.Session, way endWay) error {
 	var want ExitReason
 	switch way {
 	case endExit3:
 		want = ExitReasonExit
-		if _, err := sc.Process(ctx, &ProcessRequest{Action: "write", SessionID: s.id, Data: "\n"}); err != nil {
+		if _, err := sc.Process(ctx, &ProcessRequest{Action: "write", SessionID: s.ID(), Data: "\n"}); err != nil {
 			return err
 		}
 	case endKill:
 		want = ExitReasonKilled
-		if _, err := sc.Process(ctx, &ProcessRequest{Action: "kill", SessionID: s.id}); err != nil {
+		if _, err := sc.Process(ctx, &ProcessRequest{Action: "kill", SessionID: s.ID()}); err != nil {
 			return err
 		}
 	case endTimeout:
 		want = ExitReasonTimeout
 	case endRemove:
 		want = ExitReasonKilled
-		if _, err := sc.Process(ctx, &ProcessRequest{Action: "remove", SessionID: s.id}); err != nil {
+		if _, err := sc.Process(ctx, &ProcessRequest{Action: "remove", SessionID: s.ID()}); err != nil {
 			return err
 		}
 	}
 	if err := awaitEnd(ctx, s); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	got := s.exit.reason
-	s.mu.Unlock()
+	got := reasonOf(s.Snapshot(0).Exit.Reason)
 	if got != want {
-		return fmt.Errorf("session %s ended with reason %q, want %q", s.id, got, want)
+		return fmt.Errorf("session %s ended with reason %q, want %q", s.ID(), got, want)
 	}
 	return nil
 }
@@ -1362,15 +1359,14 @@ func TestStress(t *testing.T) {
 			if s == nil || key != id+"#"+strconv.Itoa(len(book.incarnations[id])) {
 				continue // cleared or removed, or a later incarnation holds the id
 			}
-			s.mu.Lock()
-			ended, e := s.ended, s.exit
-			s.mu.Unlock()
+			sn := s.Snapshot(0)
+			ended, e := sn.Ended, sn.Exit
 			if assert.True(t, ended, "session %s was seen ended", id) {
-				assert.Equal(t, rec.status, e.status(), "session %s", id)
-				assert.Equal(t, rec.code, codeString(e.code), "session %s", id)
-				assert.Equal(t, rec.signal, e.signal, "session %s", id)
+				assert.Equal(t, rec.status, statusOf(e.Status()), "session %s", id)
+				assert.Equal(t, rec.code, codeString(e.Code), "session %s", id)
+				assert.Equal(t, rec.signal, e.Signal, "session %s", id)
 				if rec.reason != "" {
-					assert.Equal(t, rec.reason, e.reason, "session %s", id)
+					assert.Equal(t, rec.reason, reasonOf(e.Reason), "session %s", id)
 				}
 				checked++
 			}

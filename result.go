@@ -75,9 +75,16 @@ type Details struct {
 	Name string `json:"name,omitzero"`
 	// RetryInMs suggests when to poll a running session again, in milliseconds.
 	RetryInMs *int64 `json:"retryInMs,omitzero"`
-	// TotalLines and TotalChars describe the retained output (log).
+	// TotalLines counts every line the session printed, dropped ones
+	// included (log); TotalChars is the retained output's length in code
+	// points.
 	TotalLines *int   `json:"totalLines,omitzero"`
 	TotalChars *int64 `json:"totalChars,omitzero"`
+	// FirstLine is the number of the oldest retained line, when the
+	// retention cap dropped older ones (log). Line numbers count from the
+	// first line the session ever printed, so an offset names the same
+	// line however much is dropped later.
+	FirstLine *int64 `json:"firstLine,omitzero"`
 	// Truncated reports whether output was discarded at the retention cap.
 	Truncated *bool `json:"truncated,omitzero"`
 	// Sessions is the scope's session list (list).

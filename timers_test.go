@@ -26,19 +26,19 @@ type fakeChild struct {
 	ignoreTerm bool // SIGTERM and SIGHUP do nothing; SIGKILL still works
 }
 
-func (f *fakeChild) pid() int { return 4242 }
+func (f *fakeChild) Pid() int { return 4242 }
 
-func (f *fakeChild) awaitExit() error { <-f.exited; return nil }
+func (f *fakeChild) AwaitExit() error { <-f.exited; return nil }
 
-func (f *fakeChild) release() error { return nil }
+func (f *fakeChild) Release() error { return nil }
 
-func (f *fakeChild) reap() (syscall.WaitStatus, error) {
+func (f *fakeChild) Reap() (syscall.WaitStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.status, nil
 }
 
-func (f *fakeChild) signalGroup(sig syscall.Signal) error {
+func (f *fakeChild) SignalGroup(sig syscall.Signal) error {
 	f.mu.Lock()
 	f.signals = append(f.signals, sig)
 	ignore := f.ignoreTerm && sig != syscall.SIGKILL

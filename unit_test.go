@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,48 +45,6 @@ func TestCompactDuration(t *testing.T) {
 	for d, want := range cases {
 		assert.Equal(t, want, compactDuration(d), d.String())
 	}
-}
-
-func TestPageLines(t *testing.T) {
-	lines := make([]string, 250)
-	for i := range lines {
-		lines[i] = itoa(i)
-	}
-	cases := []struct {
-		name          string
-		offset, limit *int
-		first, last   string
-		n             int
-		hint          bool
-	}{
-		{"both omitted gives the last 200 and a hint", nil, nil, "50", "249", 200, true},
-		{"only limit gives the last limit lines", nil, ptr(3), "247", "249", 3, false},
-		{"only offset runs to the end", ptr(10), nil, "10", "249", 240, false},
-		{"both give a window", ptr(5), ptr(2), "5", "6", 2, false},
-		{"a window past the end is clipped", ptr(248), ptr(10), "248", "249", 2, false},
-		{"an offset past the end is empty", ptr(1000), nil, "", "", 0, false},
-		{"a huge limit returns everything", nil, ptr(1 << 50), "0", "249", 250, false},
-		{"a negative offset is 0", ptr(-3), ptr(2), "0", "1", 2, false},
-		{"a negative offset without limit runs to the end", ptr(-1), nil, "0", "249", 250, false},
-		{"a zero limit is empty", nil, ptr(0), "", "", 0, false},
-		{"a negative limit is empty", ptr(5), ptr(-1), "", "", 0, false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			page, hint := pageLines(lines, c.offset, c.limit)
-			require.Len(t, page, c.n)
-			if c.n > 0 {
-				assert.Equal(t, c.first, page[0])
-				assert.Equal(t, c.last, page[len(page)-1])
-			}
-			assert.Equal(t, c.hint, hint != "")
-		})
-	}
-	short, hint := pageLines(lines[:5], nil, nil)
-	assert.Len(t, short, 5)
-	assert.Empty(t, hint, "no hint when everything is shown")
-	assert.Equal(t, []string{"a", "b", ""}, splitLines("a\r\nb\n\n"))
-	assert.Nil(t, splitLines(""))
 }
 
 func TestConfigClamps(t *testing.T) {
@@ -165,91 +122,4 @@ func TestSlugIDs(t *testing.T) {
 	base := 0
 	id := newSlug(func(s string) bool { base++; return base <= 1 })
 	assert.Regexp(t, `^[a-z]+-[a-z]+-2$`, id)
-}
-
-func TestRuneRing(t *testing.T) {
-	r := runeRing{limit: 5}
-	r.append([]byte("héllo"), 5)
-	assert.Equal(t, "héllo", r.String())
-	assert.Zero(t, r.dropped)
-	r.append([]byte("wö"), 2)
-	assert.Equal(t, "llowö", r.String())
-	assert.Equal(t, int64(2), r.dropped)
-	r.append([]byte("0123456789"), 10)
-	assert.Equal(t, "56789", r.String())
-	assert.Equal(t, "789", r.tail(3))
-}
-
-func TestPendingBufKeepsArrivalOrderAndPerStreamCaps(t *testing.T) {
-	q := pendingBuf{limit: 4}
-	q.append(streamStdout, []byte("ab"), 2)
-	q.append(streamStderr, []byte("XY"), 2)
-	q.append(streamStdout, []byte("cd"), 2)
-	text, dropped := q.drain()
-	assert.Equal(t, "abXYcd", text)
-	assert.False(t, dropped)
-
-	q.append(streamStdout, []byte("abc"), 3)
-	q.append(streamStderr, []byte("X"), 1)
-	q.append(streamStdout, []byte("def"), 3) // stdout over by 2: "ab" goes
-	text, dropped = q.drain()
-	assert.Equal(t, "cXdef", text)
-	assert.True(t, dropped)
-	assert.True(t, q.empty())
-}
-
-// FuzzOutputBuf checks the ring buffer and pending buffers against a naive model.
-func FuzzOutputBuf(f *testing.F) {
-	f.Add([]byte("hello\nworld\n"), []byte{0, 1, 0, 2}, uint8(3))
-	f.Add([]byte("héllo wörld 你好 😀"), []byte{1, 1, 1}, uint8(1))
-	f.Fuzz(func(t *testing.T, data []byte, ops []byte, capSeed uint8) {
-		limit := int(capSeed%16) + 1
-		text := []rune(strings.ToValidUTF8(string(data), "?"))
-		o := newOutputBuf(limit, limit)
-		var model []rune
-		var pendModel [][2][]rune // chunks by stream
-		_ = pendModel
-		pend := [2][]rune{}
-		var order []int // stream of each pending rune, in arrival order
-		var orderRunes []rune
-		for i := 0; len(text) > 0 && i < len(ops); i++ {
-			op := ops[i]
-			if op%4 == 3 {
-				got, _ := o.pending.drain()
-				assert.Equal(t, string(orderRunes), got)
-				order, orderRunes, pend = nil, nil, [2][]rune{}
-				continue
-			}
-			s := streamID(op % 2)
-			n := min(int(op/4)%7+1, len(text))
-			chunk := text[:n]
-			text = text[n:]
-			o.add(s, []byte(string(chunk)), n)
-			model = append(model, chunk...)
-			if len(model) > limit {
-				model = model[len(model)-limit:]
-			}
-			pend[s] = append(pend[s], chunk...)
-			for _, r := range chunk {
-				order = append(order, int(s))
-				orderRunes = append(orderRunes, r)
-			}
-			// Drop the oldest runes of stream s beyond the cap.
-			for over := len(pend[s]) - limit; over > 0; over-- {
-				for j := range order {
-					if order[j] == int(s) {
-						order = append(order[:j], order[j+1:]...)
-						orderRunes = append(orderRunes[:j], orderRunes[j+1:]...)
-						break
-					}
-				}
-				pend[s] = pend[s][1:]
-			}
-			require.Equal(t, string(model), o.agg.String())
-			require.True(t, utf8.Valid(o.agg.bytes()))
-			require.LessOrEqual(t, o.agg.runes, limit)
-		}
-		got, _ := o.pending.drain()
-		assert.Equal(t, string(orderRunes), got)
-	})
 }

@@ -1,7 +1,6 @@
 package bgexec
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,40 +72,4 @@ func TestWait(t *testing.T) {
 		assert.Equal(t, "Invalid port -1: pass a TCP port from 1 to 65535.", res.Text())
 		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	})
-}
-
-func TestLineWaiterSplitsAcrossReads(t *testing.T) {
-	cases := []struct {
-		chunks  []string
-		pattern string
-		want    string
-	}{
-		{[]string{"ab", "c\n"}, "^abc$", "abc"},
-		{[]string{"x\nlisten", "ing\r\n"}, "^listening$", "listening"},
-		{[]string{"prompt> "}, "prompt>", "prompt> "},
-		{[]string{"one\ntwo\n"}, "^two$", "two"},
-	}
-	for _, c := range cases {
-		w := newLineWaiterForTest(t, c.pattern)
-		for _, ch := range c.chunks {
-			w.feed([]byte(ch))
-		}
-		assert.True(t, w.hit, "%q", c.chunks)
-		assert.Equal(t, c.want, w.matched)
-	}
-	w := newLineWaiterForTest(t, "^b$")
-	w.feed([]byte("a"))
-	w.feed([]byte("b\n"))
-	assert.False(t, w.hit, "\"ab\" is one line, not \"b\"")
-	w.feed([]byte(strings.Repeat("z", 3*maxPartialLine)))
-	assert.LessOrEqual(t, len(w.partial), maxPartialLine, "an endless line stays bounded")
-}
-
-var regexpCompile = regexp.Compile
-
-func newLineWaiterForTest(t *testing.T, pattern string) *lineWaiter {
-	t.Helper()
-	re, err := regexpCompile(pattern)
-	require.NoError(t, err)
-	return &lineWaiter{re: re}
 }

@@ -207,10 +207,6 @@ func (t *transcript) printf(format string, args ...any) {
 	s := fmt.Sprintf(format, args...)
 	for _, id := range t.ids {
 		s = strings.ReplaceAll(s, id, "<id>")
-		if len(id) > 8 {
-			// Exit events name a session by its first 8 characters.
-			s = strings.ReplaceAll(s, "("+id[:8]+",", "(<id>,")
-		}
 	}
 	for _, pid := range t.pids {
 		s = strings.ReplaceAll(s, "pid "+strconv.Itoa(pid), "pid <pid>")

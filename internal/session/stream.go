@@ -1,4 +1,4 @@
-package bgexec
+package session
 
 import (
 	"io"
@@ -23,11 +23,11 @@ const (
 	busyPipe = 256 << 10
 )
 
-// chunkPool lends read buffers only for the duration of one read, so an
+// ChunkPool lends read buffers only for the duration of one read, so an
 // idle session holds no buffer while its reader is parked in the poller.
-type chunkPool struct{ p sync.Pool }
+type ChunkPool struct{ p sync.Pool }
 
-func (c *chunkPool) get() *[]byte {
+func (c *ChunkPool) get() *[]byte {
 	if b, ok := c.p.Get().(*[]byte); ok {
 		return b
 	}
@@ -35,12 +35,12 @@ func (c *chunkPool) get() *[]byte {
 	return &b
 }
 
-func (c *chunkPool) put(b *[]byte) { c.p.Put(b) }
+func (c *ChunkPool) put(b *[]byte) { c.p.Put(b) }
 
 // pumpFile reads f until EOF (EIO from a PTY master counts as EOF) and hands
 // each chunk to sink, which must not keep it. When a read deadline stops the
 // wait (the drain timeout), whatever is already buffered is still taken.
-func pumpFile(f *os.File, pool *chunkPool, sink func([]byte)) {
+func pumpFile(f *os.File, pool *ChunkPool, sink func([]byte)) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		pumpReader(f, pool, sink)
@@ -83,7 +83,7 @@ func pumpFile(f *os.File, pool *chunkPool, sink func([]byte)) {
 }
 
 // pumpReader is pumpFile for readers that are not pollable files (fakes).
-func pumpReader(r io.Reader, pool *chunkPool, sink func([]byte)) {
+func pumpReader(r io.Reader, pool *ChunkPool, sink func([]byte)) {
 	for {
 		bp := pool.get()
 		n, err := r.Read(*bp)

@@ -1,0 +1,276 @@
+package session
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+	"strings"
+)
+
+// The buffers below sit on the ingest path of every read from a child, so
+// they avoid work per byte: text that is all ASCII (byte count equal to
+// code point count, known in O(1)) needs no scan to find a code point
+// boundary, other text is scanned a word at a time, and in steady state
+// (a child printing more than the caps while nobody polls) nothing is
+// allocated: the ring wraps around and pending chunks reuse their memory.
+
+const (
+	wordMSB = 0x8080808080808080
+)
+
+// nthStart returns the index in p of the k-th (0-based) byte that starts a
+// UTF-8 sequence, that is, is not a continuation byte 10xxxxxx. If p holds
+// k or fewer such bytes it returns len(p) and how many it holds.
+func nthStart(p []byte, k int) (idx, seen int) {
+	i := 0
+	for ; len(p)-i >= 8; i += 8 {
+		w := binary.LittleEndian.Uint64(p[i:])
+		// A continuation byte has bit 7 set and bit 6 clear; w<<1 moves each
+		// byte's bit 6 to its bit 7.
+		cont := w &^ (w << 1) & wordMSB
+		starts := 8 - bits.OnesCount64(cont)
+		if k < seen+starts {
+			break
+		}
+		seen += starts
+	}
+	for ; i < len(p); i++ {
+		if p[i]&0xC0 != 0x80 {
+			if seen == k {
+				return i, seen
+			}
+			seen++
+		}
+	}
+	return len(p), seen
+}
+
+// runeStart is the index in p at which code point k (0-based) starts, for
+// valid UTF-8 p holding n code points; len(p) when k >= n.
+func runeStart(p []byte, n, k int) int {
+	switch {
+	case k <= 0:
+		return 0
+	case k >= n:
+		return len(p)
+	case n == len(p): // all ASCII
+		return k
+	}
+	i, _ := nthStart(p, k)
+	return i
+}
+
+// runeRing keeps the last limit code points of the valid UTF-8 text appended
+// to it, in a circular buffer that grows only as far as the live text needs
+// (at most twice its size). It counts what it dropped. The zero value with
+// limit set is ready to use. Not safe for concurrent use.
+type runeRing struct {
+	buf     []byte // circular: the live text is size bytes from head, wrapping
+	head    int
+	size    int
+	runes   int
+	limit   int
+	dropped int64 // code points dropped at the cap
+
+	newlines        int   // '\n' bytes in the live text
+	droppedNewlines int64 // '\n' bytes dropped at the cap: the first live line's number
+
+	// cache is the live text as a string, valid while cacheOK: readers that
+	// find nothing new share it instead of copying the ring again.
+	cache   string
+	cacheOK bool
+}
+
+// segments returns the live text as at most two pieces, in order.
+func (r *runeRing) segments() (a, b []byte) {
+	if end := r.head + r.size; end <= len(r.buf) {
+		return r.buf[r.head:end], nil
+	}
+	return r.buf[r.head:], r.buf[:r.head+r.size-len(r.buf)]
+}
+
+// offsetOf returns the byte offset, from head, at which live code point k starts.
+func (r *runeRing) offsetOf(k int) int {
+	switch {
+	case k <= 0:
+		return 0
+	case k >= r.runes:
+		return r.size
+	case r.size == r.runes: // all ASCII
+		return k
+	}
+	a, b := r.segments()
+	i, seen := nthStart(a, k)
+	if i < len(a) {
+		return i
+	}
+	// A code point may straddle the wrap: b then starts with its
+	// continuation bytes, which nthStart skips.
+	j, _ := nthStart(b, k-seen)
+	return len(a) + j
+}
+
+func (r *runeRing) append(p []byte, n int) {
+	if n == 0 {
+		return
+	}
+	r.cacheOK, r.cache = false, ""
+	if n >= r.limit {
+		// The chunk alone fills the ring: keep only its tail.
+		skip := n - r.limit
+		r.dropped += int64(r.runes + skip)
+		cut := runeStart(p, n, skip)
+		r.droppedNewlines += int64(r.newlines + bytes.Count(p[:cut], nl))
+		p = p[cut:]
+		r.head, r.size, r.runes = 0, 0, 0
+		r.reserve(len(p))
+		r.size = copy(r.buf, p)
+		r.runes = r.limit
+		r.newlines = bytes.Count(p, nl)
+		return
+	}
+	if over := r.runes + n - r.limit; over > 0 {
+		off := r.offsetOf(over)
+		gone := r.countNewlines(0, off)
+		r.newlines -= gone
+		r.droppedNewlines += int64(gone)
+		r.head = (r.head + off) % max(len(r.buf), 1)
+		r.size -= off
+		r.runes -= over
+		r.dropped += int64(over)
+	}
+	r.newlines += bytes.Count(p, nl)
+	r.reserve(r.size + len(p))
+	tail := (r.head + r.size) % len(r.buf)
+	k := copy(r.buf[tail:], p)
+	copy(r.buf, p[k:])
+	r.size += len(p)
+	r.runes += n
+}
+
+// reserve makes room for need live bytes, moving the live text to the
+// start of a larger buffer when it has to grow.
+func (r *runeRing) reserve(need int) {
+	if need <= len(r.buf) {
+		return
+	}
+	nb := make([]byte, max(need, 2*len(r.buf), 512))
+	a, b := r.segments()
+	copy(nb[copy(nb, a):], b)
+	r.buf, r.head = nb, 0
+}
+
+var nl = []byte{'\n'}
+
+// countNewlines counts '\n' in the live bytes [from, to) (offsets from head).
+func (r *runeRing) countNewlines(from, to int) int {
+	a, b := r.segments()
+	n := 0
+	if from < len(a) {
+		n += bytes.Count(a[from:min(to, len(a))], nl)
+	}
+	if to > len(a) {
+		n += bytes.Count(b[max(from-len(a), 0):to-len(a)], nl)
+	}
+	return n
+}
+
+// byteAt returns the live byte at offset i from head.
+func (r *runeRing) byteAt(i int) byte {
+	a, b := r.segments()
+	if i < len(a) {
+		return a[i]
+	}
+	return b[i-len(a)]
+}
+
+// indexNewline returns the offset of the first '\n' at or after from, or -1.
+func (r *runeRing) indexNewline(from int) int {
+	a, b := r.segments()
+	if from < len(a) {
+		if i := bytes.IndexByte(a[from:], '\n'); i >= 0 {
+			return from + i
+		}
+		from = len(a)
+	}
+	if i := bytes.IndexByte(b[from-len(a):], '\n'); i >= 0 {
+		return from + i
+	}
+	return -1
+}
+
+// lastNewline returns the offset of the last '\n' before to, or -1.
+func (r *runeRing) lastNewline(to int) int {
+	a, b := r.segments()
+	if to > len(a) {
+		if i := bytes.LastIndexByte(b[:to-len(a)], '\n'); i >= 0 {
+			return len(a) + i
+		}
+		to = len(a)
+	}
+	return bytes.LastIndexByte(a[:to], '\n')
+}
+
+// slice returns a copy of the live bytes [from, to).
+func (r *runeRing) slice(from, to int) string {
+	a, b := r.segments()
+	switch {
+	case to <= len(a):
+		return string(a[from:to])
+	case from >= len(a):
+		return string(b[from-len(a) : to-len(a)])
+	}
+	var sb strings.Builder
+	sb.Grow(to - from)
+	sb.Write(a[from:])
+	sb.Write(b[:to-len(a)])
+	return sb.String()
+}
+
+// stringFrom returns a copy of the live text from byte offset off.
+func (r *runeRing) stringFrom(off int) string {
+	a, b := r.segments()
+	if off >= len(a) {
+		return string(b[off-len(a):])
+	}
+	if len(b) == 0 {
+		return string(a[off:])
+	}
+	var sb strings.Builder
+	sb.Grow(r.size - off)
+	sb.Write(a[off:])
+	sb.Write(b)
+	return sb.String()
+}
+
+// tail returns a copy of the last n code points.
+func (r *runeRing) tail(n int) string { return r.stringFrom(r.offsetOf(r.runes - n)) }
+
+// String returns the live text. Until the next append every call returns
+// the same string, so readers that find nothing new copy nothing.
+func (r *runeRing) String() string {
+	if !r.cacheOK {
+		r.cache, r.cacheOK = r.stringFrom(0), true
+	}
+	return r.cache
+}
+
+// lastLine appends to dst the text after the last newline, at most max bytes
+// of it (its end), and returns dst.
+func (r *runeRing) lastLine(dst []byte, limit int) []byte {
+	a, b := r.segments()
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+		a = nil
+	} else if i := bytes.LastIndexByte(a, '\n'); i >= 0 {
+		a = a[i+1:]
+	}
+	if over := len(a) + len(b) - limit; over > 0 {
+		if over >= len(a) {
+			b, a = b[over-len(a):], nil
+		} else {
+			a = a[over:]
+		}
+	}
+	return append(append(dst, a...), b...)
+}

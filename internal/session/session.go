@@ -1,0 +1,754 @@
+// Package session is the engine of one spawned command: its output
+// buffers, timers, input, end state and exit report. A Session's state is
+// read and written only by its own methods, under its own lock; callers get
+// copies (Snapshot, Drained, Page). The tool layer in package bgexec turns
+// those copies into texts and never touches the state itself, which the
+// compiler enforces because the fields are unexported here.
+//
+// Each session has one owner goroutine (run). It waits for the process to
+// exit, drains the output readers, records the end under the lock, decides
+// who reports the exit (a waiting call, or an event), and only then closes
+// Done. Everyone else waits on Done or on a change signal.
+package session
+
+import (
+	"context"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/bgexec/bgexec/internal/keys"
+	"github.com/bgexec/bgexec/internal/termtext"
+	"golang.org/x/sys/unix"
+)
+
+// Process is the OS side of a session. The real one lives in package
+// bgexec; tests use fakes to drive timer logic under testing/synctest.
+type Process interface {
+	// Pid is the leader's pid (and process group id).
+	Pid() int
+	// AwaitExit blocks until the leader exited, leaving it unreaped.
+	AwaitExit() error
+	// SignalGroup signals the whole process group (and cgroup); a no-op
+	// once reaped.
+	SignalGroup(sig syscall.Signal) error
+	// Reap collects the exit status.
+	Reap() (syscall.WaitStatus, error)
+	// Release frees what outlives the process (its cgroup). An error means
+	// processes of the session may still run.
+	Release() error
+}
+
+// Reason says how a session ended.
+type Reason string
+
+// End reasons.
+const (
+	ReasonExit       Reason = "exit"
+	ReasonSignal     Reason = "signal"
+	ReasonTimeout    Reason = "timeout"
+	ReasonKilled     Reason = "killed"
+	ReasonSpawnError Reason = "spawn-error"
+)
+
+// Status is running, completed or failed.
+type Status string
+
+// Statuses.
+const (
+	Running   Status = "running"
+	Completed Status = "completed"
+	Failed    Status = "failed"
+)
+
+// Exit is the recorded end of a session.
+type Exit struct {
+	Code   *int   // nil when no exit code exists (signal)
+	Signal string // e.g. "SIGTERM"; "" when it exited
+	Reason Reason
+	At     time.Time
+	// Leftover says why the end of every process of the session could not
+	// be confirmed; nil when it was.
+	Leftover error
+}
+
+// Status of an ended session: an exit with any code but 126 and 127 is
+// completed, everything else failed.
+func (e *Exit) Status() Status {
+	if e.Reason == ReasonExit && (e.Code == nil || (*e.Code != 126 && *e.Code != 127)) {
+		return Completed
+	}
+	return Failed
+}
+
+// Options describe a session to start. The session keeps what it needs;
+// the caller must not change Outputs or Stdin afterwards.
+type Options struct {
+	ID, Scope, Command, Name, Cwd string
+	PTY                           bool
+	TTYName                       string // the PTY slave's path, to read its mode
+	StartedAt                     time.Time
+	Timeout                       time.Duration // 0: none
+	KillGrace                     time.Duration // SIGTERM to SIGKILL
+	DrainTimeout                  time.Duration // how long readers may outlive the exit
+	MaxChars, PendingChars        int
+	// Background marks the session backgrounded from the start.
+	Background bool
+	// NotifyOnExit and NotifyEmptySuccess decide whether an unreported end
+	// of a backgrounded session becomes an event.
+	NotifyOnExit, NotifyEmptySuccess bool
+
+	Proc    Process
+	Outputs []io.Reader // stdout, stderr; or the PTY master alone
+	Stdin   io.Writer   // nil when not writable; *os.File for real children
+
+	Pool       *ChunkPool
+	Goroutines *sync.WaitGroup // counts the session's goroutines
+	// Ended is called by the owner goroutine once the end is recorded,
+	// outside any lock.
+	Ended func(*Session)
+}
+
+// report is who tells the agent about the end.
+type report uint8
+
+const (
+	reportNone    report = iota // nobody: not ended, or nothing to tell
+	reportByCall                // a call reported it (poll, wait, kill)
+	reportDue                   // an event will be sent unless a call takes over
+	reportSending               // the notifier is being called
+	reportSent                  // the event was delivered
+)
+
+// Session is one spawned command. All methods are safe for concurrent use.
+type Session struct {
+	opts Options // immutable after Start
+	done chan struct{}
+
+	stdinMu  sync.Mutex // serialises writes and the close of stdin
+	stdin    io.Writer  // nil when not writable
+	stdinEOF bool
+
+	mu           sync.Mutex // guards everything below
+	out          output
+	cursorMode   keys.CursorMode
+	backgrounded bool
+	ended        bool
+	exit         Exit
+	killReason   Reason        // set when termination was asked for
+	agentKill    bool          // the agent's own kill or remove: no event
+	removed      bool          // remove forgot it
+	changed      chan struct{} // closed and replaced on new output or end
+	waiters      int           // calls waiting that will report the end
+	report       report
+	eventText    string        // the delivered event, for a retraction
+	sent         chan struct{} // closed when a sending event was delivered
+	retractLate  bool          // a call took the report while sending: retract after
+	emptyPolls   int
+	timeoutTimer *time.Timer
+	killTimer    *time.Timer
+	lineWaiters  []*lineWaiter
+}
+
+// New returns a session that is not started yet.
+func New(o Options) *Session {
+	s := &Session{
+		opts:         o,
+		done:         make(chan struct{}),
+		stdin:        o.Stdin,
+		out:          newOutput(o.MaxChars, o.PendingChars),
+		backgrounded: o.Background,
+		changed:      make(chan struct{}),
+	}
+	if !o.PTY {
+		s.cursorMode = keys.CursorNormal
+	}
+	return s
+}
+
+// Accessors of the immutable facts.
+
+func (s *Session) ID() string             { return s.opts.ID }
+func (s *Session) Scope() string          { return s.opts.Scope }
+func (s *Session) Command() string        { return s.opts.Command }
+func (s *Session) Name() string           { return s.opts.Name }
+func (s *Session) Cwd() string            { return s.opts.Cwd }
+func (s *Session) PTY() bool              { return s.opts.PTY }
+func (s *Session) TTYName() string        { return s.opts.TTYName }
+func (s *Session) Pid() int               { return s.opts.Proc.Pid() }
+func (s *Session) StartedAt() time.Time   { return s.opts.StartedAt }
+func (s *Session) Timeout() time.Duration { return s.opts.Timeout }
+func (s *Session) Process() Process       { return s.opts.Proc }
+
+// Outputs are the readers of the session's output streams.
+func (s *Session) Outputs() []io.Reader { return s.opts.Outputs }
+
+// Waiting is how many calls (poll, wait) are waiting for a change.
+func (s *Session) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiters
+}
+
+// Done is closed once the end is recorded.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// broadcastLocked wakes everyone waiting for a change. s.mu must be held.
+func (s *Session) broadcastLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Start launches the owner and reader goroutines and arms the timeout.
+func (s *Session) Start() {
+	readers := &readerCount{done: make(chan struct{})}
+	readers.left.Store(int32(len(s.opts.Outputs)))
+	if len(s.opts.Outputs) == 0 {
+		close(readers.done)
+	}
+	g := s.opts.Goroutines
+	for i, r := range s.opts.Outputs {
+		g.Add(1)
+		go func() {
+			defer g.Done()
+			defer readers.finish()
+			s.readStream(streamID(i), r)
+		}()
+	}
+	if s.opts.Timeout > 0 {
+		s.mu.Lock()
+		s.timeoutTimer = time.AfterFunc(s.opts.Timeout, func() { s.Terminate(ReasonTimeout) })
+		s.mu.Unlock()
+	}
+	g.Add(1)
+	go func() {
+		defer g.Done()
+		s.run(readers)
+	}()
+}
+
+// readerCount closes done when the last reader returns.
+type readerCount struct {
+	left atomic.Int32
+	done chan struct{}
+}
+
+func (r *readerCount) finish() {
+	if r.left.Add(-1) == 0 {
+		close(r.done)
+	}
+}
+
+// readStream cleans one output stream into the session's buffers.
+func (s *Session) readStream(id streamID, r io.Reader) {
+	var cl termtext.Cleaner
+	pool := s.opts.Pool
+	sink := func(p []byte) {
+		bp := pool.get()
+		text, n, ev := cl.Append((*bp)[:0], p)
+		s.ingest(id, text, n, ev)
+		*bp = text[:cap(text)] // keep the (possibly grown) buffer at full length
+		pool.put(bp)
+	}
+	if f, ok := r.(*os.File); ok {
+		pumpFile(f, pool, sink)
+	} else {
+		pumpReader(r, pool, sink)
+	}
+	text, n := cl.Flush(nil)
+	s.ingest(id, text, n, termtext.Events{})
+}
+
+// ingest records cleaned text and terminal events from one read.
+func (s *Session) ingest(id streamID, text []byte, n int, ev termtext.Events) {
+	var answer bool
+	s.mu.Lock()
+	s.out.add(id, text, n)
+	if s.opts.PTY {
+		switch {
+		case ev.CursorMode > 0:
+			s.cursorMode = keys.CursorApplication
+		case ev.CursorMode < 0:
+			s.cursorMode = keys.CursorNormal
+		case s.cursorMode == keys.CursorUnknown && n > 0:
+			s.cursorMode = keys.CursorNormal
+		}
+		answer = ev.CursorQueries > 0
+	}
+	if n > 0 {
+		for _, w := range s.lineWaiters {
+			if !w.hit {
+				w.feed(text)
+			}
+		}
+		s.broadcastLocked()
+	}
+	s.mu.Unlock()
+	if answer {
+		s.answerCursorQueries(ev.CursorQueries)
+	}
+}
+
+// cursorReply answers a cursor-position query: row 1, column 1.
+const cursorReply = "\x1b[1;1R"
+
+// answerCursorQueries writes the replies without ever blocking the reader:
+// if the terminal's input buffer is full (the child is not reading) or an
+// agent write holds the terminal, the replies are dropped rather than
+// stalling output capture.
+func (s *Session) answerCursorQueries(n int) {
+	if !s.stdinMu.TryLock() {
+		return
+	}
+	defer s.stdinMu.Unlock()
+	f, ok := s.stdin.(*os.File)
+	if !ok || s.stdinEOF {
+		return
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	reply := []byte(strings.Repeat(cursorReply, min(n, 64)))
+	_ = rc.Write(func(fd uintptr) bool {
+		_, _ = unix.Write(int(fd), reply) // best effort: a full terminal drops the reply
+		return true                       // never wait for room
+	})
+}
+
+// run is the owner goroutine: it waits for the exit, ends what is left of
+// the process group, drains the output, and records the end.
+func (s *Session) run(readers *readerCount) {
+	p := s.opts.Proc
+	_ = p.AwaitExit() // an error means the wait failed: reap tells the rest
+	// Anything the shell left behind in its group ends with it: once the
+	// session is over nobody could stop it through the tool any more.
+	_ = p.SignalGroup(syscall.SIGKILL) // failures surface through Release
+	ws, err := p.Reap()
+	s.drain(readers)
+
+	s.stdinMu.Lock()
+	for _, r := range s.opts.Outputs {
+		if c, ok := r.(io.Closer); ok {
+			_ = c.Close() // read side: nothing to flush
+		}
+	}
+	if c, ok := s.stdin.(io.Closer); ok && !s.opts.PTY {
+		_ = c.Close() // the child is gone: nobody reads it
+	}
+	s.stdin = nil
+	s.stdinMu.Unlock()
+	leftover := p.Release()
+
+	s.mu.Lock()
+	s.ended = true
+	s.exit = s.classifyLocked(ws, err)
+	s.exit.Leftover = leftover
+	if s.timeoutTimer != nil {
+		s.timeoutTimer.Stop()
+	}
+	if s.killTimer != nil {
+		s.killTimer.Stop()
+	}
+	// Who reports the end is decided here, once, under the lock.
+	switch {
+	case s.waiters > 0:
+		s.report = reportByCall // a waiting call returns the exit line
+	case s.backgrounded && !s.agentKill && s.notifiableLocked():
+		s.report = reportDue
+	default:
+		s.report = reportNone
+	}
+	s.broadcastLocked()
+	s.mu.Unlock()
+	close(s.done)
+	if s.opts.Ended != nil {
+		s.opts.Ended(s)
+	}
+}
+
+// notifiableLocked applies the skip rules of exit events.
+func (s *Session) notifiableLocked() bool {
+	if !s.opts.NotifyOnExit {
+		return false
+	}
+	quiet := s.out.totalChars == 0
+	ok := s.exit.Status() == Completed && s.exit.Code != nil && *s.exit.Code == 0
+	return !(ok && quiet) || s.opts.NotifyEmptySuccess
+}
+
+// drain waits for the readers to reach EOF; past the drain timeout (a
+// process outside the group holds the pipe) it stops them.
+func (s *Session) drain(readers *readerCount) {
+	select {
+	case <-readers.done:
+		return
+	default:
+	}
+	t := time.NewTimer(s.opts.DrainTimeout)
+	defer t.Stop()
+	select {
+	case <-readers.done:
+		return
+	case <-t.C:
+	}
+	for _, r := range s.opts.Outputs {
+		switch r := r.(type) {
+		case *os.File:
+			_ = r.SetReadDeadline(time.Now()) // wakes the blocked read
+		case io.Closer:
+			_ = r.Close() // fakes: ends the read
+		}
+	}
+	<-readers.done
+}
+
+func (s *Session) classifyLocked(ws syscall.WaitStatus, err error) Exit {
+	e := Exit{At: time.Now(), Reason: ReasonExit}
+	switch {
+	case err != nil:
+		e.Reason = ReasonSignal
+	case ws.Signaled():
+		e.Signal = SignalName(ws.Signal())
+		e.Reason = ReasonSignal
+	default:
+		code := ws.ExitStatus()
+		e.Code = &code
+	}
+	if s.killReason != "" {
+		e.Reason = s.killReason
+	}
+	return e
+}
+
+// Terminate asks the process group to end: SIGTERM now, SIGKILL after the
+// grace period. The first reason wins; calling it again is a no-op.
+func (s *Session) Terminate(reason Reason) {
+	s.mu.Lock()
+	if s.ended || s.killReason != "" {
+		s.mu.Unlock()
+		return
+	}
+	s.killReason = reason
+	s.killTimer = time.AfterFunc(s.opts.KillGrace, func() { _ = s.opts.Proc.SignalGroup(syscall.SIGKILL) })
+	s.mu.Unlock()
+	_ = s.opts.Proc.SignalGroup(syscall.SIGTERM) // a failure shows at the end
+	if s.opts.PTY {
+		// A shell reading its terminal ignores SIGTERM; a hangup ends it.
+		_ = s.opts.Proc.SignalGroup(syscall.SIGHUP)
+	}
+}
+
+// ForceKill skips the grace period.
+func (s *Session) ForceKill(reason Reason) {
+	s.Terminate(reason)
+	_ = s.opts.Proc.SignalGroup(syscall.SIGKILL) // a failure shows at the end
+}
+
+// Kill is the agent's own kill: the end is reported by the kill's result,
+// never by an event. It reports false when the session had ended already.
+func (s *Session) Kill() bool {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return false
+	}
+	s.agentKill = true
+	s.mu.Unlock()
+	s.Terminate(ReasonKilled)
+	return true
+}
+
+// Remove forgets a running session at once and kills it without an exit
+// event; it reports whether the session was still running.
+func (s *Session) Remove() bool {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return false
+	}
+	s.removed, s.agentKill = true, true
+	s.mu.Unlock()
+	s.Terminate(ReasonKilled)
+	return true
+}
+
+// Background marks the session backgrounded unless it has ended; it
+// reports whether it did.
+func (s *Session) Background() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	s.backgrounded = true
+	return true
+}
+
+// Snapshot is a consistent copy of a session's state.
+type Snapshot struct {
+	Status       Status
+	Ended        bool
+	Exit         Exit
+	Runtime      time.Duration
+	Truncated    bool
+	TotalChars   int64 // code points ever printed
+	Backgrounded bool
+	Removed      bool
+	CursorMode   keys.CursorMode
+	Tail         string // the last tailChars code points, when asked for
+}
+
+func (s *Session) snapshotLocked() Snapshot {
+	sn := Snapshot{
+		Status: Running, Ended: s.ended, Exit: s.exit, Truncated: s.out.truncated(),
+		TotalChars: s.out.totalChars, Backgrounded: s.backgrounded, Removed: s.removed,
+		CursorMode: s.cursorMode,
+	}
+	end := time.Now()
+	if s.ended {
+		sn.Status = s.exit.Status()
+		end = s.exit.At
+	}
+	sn.Runtime = end.Sub(s.opts.StartedAt)
+	return sn
+}
+
+// Snapshot returns the state, with the last tail code points of output.
+func (s *Session) Snapshot(tail int) Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sn := s.snapshotLocked()
+	if tail > 0 {
+		sn.Tail = s.out.agg.tail(tail)
+	}
+	return sn
+}
+
+// Aggregated returns the retained output and the snapshot. Readers that find
+// nothing new since the last call share one string.
+func (s *Session) Aggregated() (string, Snapshot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.agg.String(), s.snapshotLocked()
+}
+
+// Page returns log lines; see [output.page].
+func (s *Session) Page(offset, limit *int64, def int64) (Page, Snapshot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.page(offset, limit, def), s.snapshotLocked()
+}
+
+// Drained is what a poll or wait takes from a session.
+type Drained struct {
+	Text       string // pending output, in arrival order
+	Loss       Loss
+	Snap       Snapshot
+	Aggregated string
+	EmptyPolls int // consecutive polls of a running session that found nothing
+	// Retract is the text of an exit event already delivered for the end
+	// this call reports; the caller retracts it before it returns.
+	Retract string
+}
+
+// WaitChange blocks until cond holds (checked under the lock), the session
+// ends, d passes or ctx ends. While it waits it counts as a waiter, so an
+// end it will report is never also sent as an event.
+func (s *Session) waitChange(ctx context.Context, d time.Duration, cond func() bool) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	s.waiters++
+	defer func() { s.waiters-- }()
+	for !cond() && !s.ended {
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-t.C:
+			s.mu.Lock()
+			return
+		case <-ctx.Done():
+			s.mu.Lock()
+			return
+		}
+		s.mu.Lock()
+	}
+}
+
+// Poll waits up to d for new output or the end, then drains the pending
+// output. A poll that returns the end takes over its report.
+func (s *Session) Poll(ctx context.Context, d time.Duration) Drained {
+	s.mu.Lock()
+	s.waitChange(ctx, d, func() bool { return !s.out.pending.empty() })
+	dr := s.drainLocked()
+	if !dr.Snap.Ended {
+		if dr.Text != "" {
+			s.emptyPolls = 0
+		} else {
+			s.emptyPolls++
+		}
+		dr.EmptyPolls = s.emptyPolls
+	}
+	s.mu.Unlock()
+	if dr.Snap.Ended {
+		dr.Retract = s.takeReport(ctx)
+	}
+	return dr
+}
+
+func (s *Session) drainLocked() Drained {
+	text, loss := s.out.drain()
+	return Drained{Text: text, Loss: loss, Snap: s.snapshotLocked(), Aggregated: s.out.agg.String()}
+}
+
+// takeReport makes the calling poll, wait or kill the reporter of the end.
+// It returns the text of an event that was already delivered, which the
+// caller must retract; when the event is being delivered right now it
+// waits (bounded by ctx) for the delivery to finish first.
+func (s *Session) takeReport(ctx context.Context) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.report == reportSending {
+		ch := s.sent
+		s.mu.Unlock()
+		select {
+		case <-ch:
+			s.mu.Lock()
+		case <-ctx.Done():
+			s.mu.Lock()
+			if s.report == reportSending {
+				s.retractLate = true // the sender retracts once it is done
+				s.report = reportByCall
+				return ""
+			}
+		}
+	}
+	text := ""
+	if s.report == reportSent {
+		text = s.eventText
+	}
+	s.report = reportByCall
+	return text
+}
+
+// BeginEvent claims the exit event for sending. It reports false when no
+// event is due (a call reported the end, or nothing is to be told).
+func (s *Session) BeginEvent() (Snapshot, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.report != reportDue {
+		return Snapshot{}, false
+	}
+	s.report = reportSending
+	s.sent = make(chan struct{})
+	sn := s.snapshotLocked()
+	sn.Tail = s.out.agg.tail(eventTail)
+	return sn, true
+}
+
+// eventTail is how much output an event's snippet is made from.
+const eventTail = 400
+
+// EventSent records that the event with text was delivered. It reports
+// true when a call took over the report meanwhile, so the caller must
+// retract the event now.
+func (s *Session) EventSent(text string) (retract bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.report == reportSending {
+		s.report = reportSent
+	}
+	s.eventText = text
+	retract = s.retractLate
+	s.retractLate = false
+	close(s.sent)
+	return retract
+}
+
+// Input.
+
+// ErrStdinClosed reports input to a session whose stdin is closed or absent.
+var ErrStdinClosed = errStdinClosed{}
+
+type errStdinClosed struct{}
+
+func (errStdinClosed) Error() string { return "stdin is not writable" }
+
+// Writable reports whether the session takes input now.
+func (s *Session) Writable() bool {
+	s.stdinMu.Lock()
+	defer s.stdinMu.Unlock()
+	return s.stdin != nil && !s.stdinEOF
+}
+
+// Write writes p to the child's stdin (or PTY), waiting at most bound for
+// the child to take it (0 = no bound). It reports what was delivered.
+func (s *Session) Write(p []byte, bound time.Duration) (int, error) {
+	s.stdinMu.Lock()
+	defer s.stdinMu.Unlock()
+	if s.stdin == nil || s.stdinEOF {
+		return 0, ErrStdinClosed
+	}
+	if f, ok := s.stdin.(*os.File); ok && bound > 0 {
+		_ = f.SetWriteDeadline(time.Now().Add(bound)) // pipes and PTYs support deadlines
+		defer func() { _ = f.SetWriteDeadline(time.Time{}) }()
+	}
+	return s.stdin.Write(p)
+}
+
+// CloseInput ends the child's input: EOT on a PTY, close on a pipe. On a
+// PTY in canonical mode an EOT after an unfinished line only hands that
+// line to the reader, so then a second EOT follows to signal end of file.
+func (s *Session) CloseInput(unfinishedLine bool) error {
+	if s.opts.PTY {
+		eot := []byte{0x04}
+		if unfinishedLine {
+			eot = append(eot, 0x04)
+		}
+		_, err := s.Write(eot, time.Second)
+		return err
+	}
+	s.stdinMu.Lock()
+	defer s.stdinMu.Unlock()
+	if s.stdin == nil || s.stdinEOF {
+		return ErrStdinClosed
+	}
+	s.stdinEOF = true
+	if c, ok := s.stdin.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// WithTerminal calls f with the PTY master while the session holds it,
+// so the owner cannot close it meanwhile. It reports false (and does not
+// call f) for pipe sessions and after the end.
+func (s *Session) WithTerminal(f func(master *os.File) error) (bool, error) {
+	if !s.opts.PTY {
+		return false, nil
+	}
+	s.stdinMu.Lock()
+	defer s.stdinMu.Unlock()
+	master, ok := s.stdin.(*os.File)
+	if !ok {
+		return false, nil
+	}
+	return true, f(master)
+}
+
+// SignalName is the name of sig ("SIGTERM"), or SIG<number>.
+func SignalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return "SIG" + strconv.Itoa(int(sig))
+}

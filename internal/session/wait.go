@@ -1,0 +1,140 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"slices"
+	"time"
+)
+
+// lineWaiter matches a pattern against each output line, including lines
+// that arrive split across reads and the unfinished last line.
+type lineWaiter struct {
+	re      *regexp.Regexp
+	partial []byte
+	matched string
+	hit     bool
+}
+
+func (w *lineWaiter) feed(text []byte) {
+	for len(text) > 0 && !w.hit {
+		i := bytes.IndexByte(text, '\n')
+		if i < 0 {
+			w.partial = append(w.partial, text...)
+			if over := len(w.partial) - maxPartialLine; over > 0 {
+				w.partial = append(w.partial[:0], w.partial[over:]...)
+			}
+			w.test(w.partial)
+			return
+		}
+		w.partial = append(w.partial, text[:i]...)
+		w.test(w.partial)
+		w.partial = w.partial[:0]
+		text = text[i+1:]
+	}
+}
+
+func (w *lineWaiter) test(line []byte) {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if w.re.Match(line) {
+		w.hit, w.matched = true, string(line)
+	}
+}
+
+// WaitSpec is what Wait waits for. With neither Pattern nor Probe it waits
+// for the end.
+type WaitSpec struct {
+	Pattern *regexp.Regexp
+	// Probe reports whether the condition holds; it is called outside the
+	// lock, at once and then every ProbeEvery.
+	Probe      func(ctx context.Context) bool
+	ProbeEvery time.Duration
+	Timeout    time.Duration
+}
+
+// Conditions a Wait ends on.
+const (
+	CondPattern = "pattern"
+	CondPort    = "port"
+	CondExit    = "exit"
+	CondTimeout = "timeout"
+)
+
+// Waited is the outcome of a Wait.
+type Waited struct {
+	Condition string
+	Matched   string // the matching line
+	Drained
+}
+
+// Wait blocks until the spec holds, the session ends, the timeout passes
+// or ctx ends, then drains the pending output. A pattern sees the output
+// the agent has not read yet too, so a line split around an earlier poll
+// still matches whole. A wait that returns the end takes over its report.
+func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
+	deadline := time.NewTimer(spec.Timeout)
+	defer deadline.Stop()
+	var probe <-chan time.Time
+	if spec.Probe != nil {
+		t := time.NewTicker(spec.ProbeEvery)
+		defer t.Stop()
+		probe = t.C
+	}
+	var lw *lineWaiter
+	s.mu.Lock()
+	if spec.Pattern != nil {
+		lw = &lineWaiter{re: spec.Pattern}
+		lw.feed(s.out.linePrefix)
+		for _, c := range s.out.pending.chunks {
+			lw.feed(c.text)
+		}
+		s.lineWaiters = append(s.lineWaiters, lw)
+	}
+	s.waiters++
+	cond := ""
+	for cond == "" {
+		switch {
+		case lw != nil && lw.hit:
+			cond = CondPattern
+			continue
+		case s.ended:
+			cond = CondExit
+			continue
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		if spec.Probe != nil && spec.Probe(ctx) {
+			s.mu.Lock()
+			cond = CondPort
+			break
+		}
+		select {
+		case <-ch:
+		case <-probe:
+		case <-deadline.C:
+			cond = CondTimeout
+		case <-ctx.Done():
+			cond = CondTimeout
+		}
+		s.mu.Lock()
+		if cond == CondTimeout && s.ended {
+			cond = CondExit
+		}
+	}
+	s.waiters--
+	if lw != nil {
+		if i := slices.Index(s.lineWaiters, lw); i >= 0 {
+			s.lineWaiters = slices.Delete(s.lineWaiters, i, i+1) // zeroes the freed slot
+		}
+	}
+	w := Waited{Condition: cond, Drained: s.drainLocked()}
+	if lw != nil {
+		w.Matched = lw.matched
+	}
+	s.mu.Unlock()
+	if w.Snap.Ended {
+		w.Retract = s.takeReport(ctx)
+	}
+	return w
+}
