@@ -32,7 +32,8 @@ package bgexec
 // time figures (lower is better), MB/s for throughput (higher is better).
 // "p50-ratio" is the same from the medians of the iterations. "cpu-ratio"
 // is bgexec's CPU time over the baseline's for the same work: user and
-// system time of this process and of the children it reaped.
+// system time of this process and of the children it reaped;
+// "own-cpu-ratio" the same for this process alone.
 //
 // Knobs: BGEXEC_BENCH_BYTES (pipe ingest size, default 64 MiB),
 // BGEXEC_BENCH_LARGE=1 (1 GiB pipe and 256 MiB PTY ingest, 1000 and 10,000
@@ -218,20 +219,22 @@ func benchMean(d []time.Duration) time.Duration {
 
 func benchMicros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// cpuTime is the CPU time used so far by this process and by the children
-// it has reaped.
-func cpuTime() time.Duration {
-	var self, kids syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)     // Best effort: cannot fail.
+// cpuTimes is the CPU time used so far by this process (self) and by this
+// process and the children it has reaped (all).
+func cpuTimes() (self, all time.Duration) {
+	var me, kids syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &me)       // Best effort: cannot fail.
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids) // Best effort: cannot fail.
 	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
-	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
+	self = tv(me.Utime) + tv(me.Stime)
+	return self, self + tv(kids.Utime) + tv(kids.Stime)
 }
 
 // benchSide is what one side of a figure measured.
 type benchSide struct {
 	d     []time.Duration // per operation, one entry per timed call
 	cpu   time.Duration   // user+system time of this process and its reaped children
+	own   time.Duration   // user+system time of this process alone
 	objs  uint64          // heap objects allocated
 	bytes uint64          // heap bytes allocated
 	// self: the side timed itself (an external peer), so cpu, objs and
@@ -247,11 +250,13 @@ func (s *benchSide) ops(batch int) uint64 { return uint64(len(s.d) * batch) }
 // timed window.
 func (s *benchSide) time(f func(), batch int) {
 	o0, b0 := allocCounters()
-	c0 := cpuTime()
+	own0, c0 := cpuTimes()
 	t0 := time.Now()
 	f()
 	el := time.Since(t0)
-	s.cpu += cpuTime() - c0
+	own1, c1 := cpuTimes()
+	s.cpu += c1 - c0
+	s.own += own1 - own0
 	o1, b1 := allocCounters()
 	s.objs += o1 - o0
 	s.bytes += b1 - b0
@@ -307,7 +312,19 @@ func (p *benchPair) reportTime(b *testing.B) {
 		b.ReportMetric(baseCPU, "base-cpu-ns/op")
 		b.ReportMetric(libCPU/baseCPU, "cpu-ratio")
 	}
+	p.reportOwnCPU(b)
 	p.reportAllocs(b)
+}
+
+// reportOwnCPU reports the CPU time of this process alone, bgexec's over
+// the baseline's: the children's share, the same on both sides, left out.
+func (p *benchPair) reportOwnCPU(b *testing.B) {
+	if p.base.self || p.base.own == 0 {
+		return
+	}
+	lib := float64(p.lib.own) / float64(p.lib.ops(p.perCall()))
+	base := float64(p.base.own) / float64(p.base.ops(p.perCall()))
+	b.ReportMetric(lib/base, "own-cpu-ratio")
 }
 
 // reportThroughput reports the MB/s of both sides for size bytes per
@@ -331,6 +348,7 @@ func (p *benchPair) reportThroughput(b *testing.B, size int64) {
 		b.ReportMetric(baseCPU, "base-cpu-ns/MB")
 		b.ReportMetric(libCPU/baseCPU, "cpu-ratio")
 	}
+	p.reportOwnCPU(b)
 	p.reportAllocs(b)
 }
 
@@ -797,6 +815,7 @@ func BenchmarkIngestPipe(b *testing.B) {
 			p.run(i, base, lib)
 		}
 		p.reportThroughput(b, size)
+		b.ReportMetric(float64(size)/(1<<20), "MiB")
 	})
 	benchIngestPeers(b, size, cmdline, tail)
 }
@@ -893,6 +912,7 @@ func BenchmarkHeapPerSession(b *testing.B) {
 	b.ReportMetric(text, "retained-B/session")
 	b.ReportMetric(heap/text, "ratio")
 	b.ReportMetric(polled/text, "polled-ratio")
+	b.ReportMetric(float64(n), "sessions")
 }
 
 // ---------------------------------------------------------------------------

@@ -32,33 +32,35 @@ type figure struct {
 	ratio     string // the metric the target is about
 	op        string // "<=", ">=" or ""
 	target    float64
+	detail    string // a metric whose median is shown after the name, or ""
 }
 
 var figures = []figure{
-	{"poll, nothing new: 200k chars retained vs an empty session", "BenchmarkPoll/idle", "ns/op", "base-ns/op", "ratio", "<=", 2},
-	{"poll returning 1,000 new chars: 200k vs 1k retained", "BenchmarkPoll/new", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 2},
-	{"log offset 0 limit 10: 200k vs 1k retained", "BenchmarkLog", "ns/op", "base-ns/op", "ratio", "<=", 2},
-	{"list of a 1-session scope: 5,000 sessions in other scopes vs none", "BenchmarkHeld/list", "ns/op", "base-ns/op", "ratio", "<=", 1.5},
-	{"exec `true` with 5,000 idle sessions held vs os/exec, same descriptors open", "BenchmarkHeld/exec", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 1},
-	{"pipe ingest vs a read loop, same pipe (256 KiB) and reads (128 KiB)", "BenchmarkIngestPipe/equal", "MB/s", "base-MB/s", "ratio", ">=", 0.8},
-	{"pipe ingest, host CPU per MB", "BenchmarkIngestPipe/equal", "cpu-ns/MB", "base-cpu-ns/MB", "cpu-ratio", "<=", 1.5},
-	{"heap per session over its retained text (output unpolled)", "BenchmarkHeapPerSession", "heap-B/session", "retained-B/session", "ratio", "<=", 1.3},
-	{"foreground exec p50 vs os/exec into bytes.Buffers, cgroup", "BenchmarkExec/cgroup", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 1.05},
-	{"foreground exec host CPU, cgroup", "BenchmarkExec/cgroup", "cpu-ns/op", "base-cpu-ns/op", "cpu-ratio", "<=", 1.2},
-	{"foreground exec p50 vs os/exec into bytes.Buffers, process group", "BenchmarkExec/pgroup", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 1.05},
-	{"foreground exec host CPU, process group", "BenchmarkExec/pgroup", "cpu-ns/op", "base-cpu-ns/op", "cpu-ratio", "<=", 1.2},
-	{"foreground exec p50, process group, 100 concurrent callers", "BenchmarkExecConcurrent", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 1.1},
+	{"poll, nothing new: 200k chars retained vs an empty session", "BenchmarkPoll/idle", "ns/op", "base-ns/op", "ratio", "<=", 2, ""},
+	{"poll returning 1,000 new chars: 200k vs 1k retained", "BenchmarkPoll/new", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 2, ""},
+	{"log offset 0 limit 10: 200k vs 1k retained", "BenchmarkLog", "ns/op", "base-ns/op", "ratio", "<=", 2, ""},
+	{"list of a 1-session scope, n sessions held in other scopes (target run: 5,000) vs none", "BenchmarkHeld/list", "ns/op", "base-ns/op", "ratio", "<=", 1.5, "held"},
+	{"exec `true` with n idle sessions held (target run: 5,000) vs os/exec, same descriptors open", "BenchmarkHeld/exec", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 1, "held"},
+	{"pipe ingest vs a read loop, same pipe (256 KiB) and reads (128 KiB)", "BenchmarkIngestPipe/equal", "MB/s", "base-MB/s", "ratio", ">=", 0.8, "MiB"},
+	{"pipe ingest, host CPU per MB", "BenchmarkIngestPipe/equal", "cpu-ns/MB", "base-cpu-ns/MB", "cpu-ratio", "<=", 1.5, ""},
+	{"pipe ingest, CPU of this process alone, without the producer (no target)", "BenchmarkIngestPipe/equal", "", "", "own-cpu-ratio", "", 0, ""},
+	{"heap per session over its retained text (output unpolled)", "BenchmarkHeapPerSession", "heap-B/session", "retained-B/session", "ratio", "<=", 1.3, "sessions"},
+	{"foreground exec p50 vs os/exec into bytes.Buffers, cgroup", "BenchmarkExec/cgroup", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 1.05, ""},
+	{"foreground exec host CPU, cgroup", "BenchmarkExec/cgroup", "cpu-ns/op", "base-cpu-ns/op", "cpu-ratio", "<=", 1.2, ""},
+	{"foreground exec p50 vs os/exec into bytes.Buffers, process group", "BenchmarkExec/pgroup", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 1.05, ""},
+	{"foreground exec host CPU, process group", "BenchmarkExec/pgroup", "cpu-ns/op", "base-cpu-ns/op", "cpu-ratio", "<=", 1.2, ""},
+	{"foreground exec p50, process group, concurrent callers", "BenchmarkExecConcurrent", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 1.1, "callers"},
 }
 
 var peers = []figure{
-	{"exec `true`: go-cmd/cmd", "BenchmarkExecPeers/gocmd", "p50-ns", "base-p50-ns", "p50-ratio", "", 0},
-	{"exec `true`: Node child_process, as the reference", "BenchmarkExecPeers/node", "p50-ns", "base-p50-ns", "p50-ratio", "", 0},
-	{"exec `true`: C posix_spawn + waitpid (limit)", "BenchmarkExecPeers/c-posix_spawn", "p50-ns", "base-p50-ns", "p50-ratio", "", 0},
-	{"pipe ingest: os/exec into a bytes.Buffer", "BenchmarkIngestPipe/peer=osexec-buffer", "MB/s", "base-MB/s", "ratio", "", 0},
-	{"pipe ingest: go-cmd/cmd", "BenchmarkIngestPipe/peer=gocmd", "MB/s", "base-MB/s", "ratio", "", 0},
-	{"pipe ingest: Node, counting bytes", "BenchmarkIngestPipe/peer=node-bytes", "MB/s", "base-MB/s", "ratio", "", 0},
-	{"pipe ingest: Node, as the reference (string aggregate)", "BenchmarkIngestPipe/peer=node-reference", "MB/s", "base-MB/s", "ratio", "", 0},
-	{"pipe ingest: C read loop, 1 MiB pipe and reads (limit)", "BenchmarkIngestPipe/limit=c-readloop", "MB/s", "base-MB/s", "ratio", "", 0},
+	{"exec `true`: go-cmd/cmd", "BenchmarkExecPeers/gocmd", "p50-ns", "base-p50-ns", "p50-ratio", "", 0, ""},
+	{"exec `true`: Node child_process, as the reference", "BenchmarkExecPeers/node", "p50-ns", "base-p50-ns", "p50-ratio", "", 0, ""},
+	{"exec `true`: C posix_spawn + waitpid (limit)", "BenchmarkExecPeers/c-posix_spawn", "p50-ns", "base-p50-ns", "p50-ratio", "", 0, ""},
+	{"pipe ingest: os/exec into a bytes.Buffer", "BenchmarkIngestPipe/peer=osexec-buffer", "MB/s", "base-MB/s", "ratio", "", 0, ""},
+	{"pipe ingest: go-cmd/cmd", "BenchmarkIngestPipe/peer=gocmd", "MB/s", "base-MB/s", "ratio", "", 0, ""},
+	{"pipe ingest: Node, counting bytes", "BenchmarkIngestPipe/peer=node-bytes", "MB/s", "base-MB/s", "ratio", "", 0, ""},
+	{"pipe ingest: Node, as the reference (string aggregate)", "BenchmarkIngestPipe/peer=node-reference", "MB/s", "base-MB/s", "ratio", "", 0, ""},
+	{"pipe ingest: C read loop, 1 MiB pipe and reads (limit)", "BenchmarkIngestPipe/limit=c-readloop", "MB/s", "base-MB/s", "ratio", "", 0, ""},
 }
 
 // results holds every value of every metric of every benchmark, in order.
@@ -70,7 +72,10 @@ type results struct {
 	failed  map[string]string
 }
 
-var procsSuffix = regexp.MustCompile(`-\d+$`)
+var (
+	procsSuffix = regexp.MustCompile(`-\d+$`)
+	timeUnit    = regexp.MustCompile(`(^|-)ns($|/)`)
+)
 
 func parse(r io.Reader) (*results, error) {
 	res := &results{
@@ -151,14 +156,16 @@ func summarize(v []float64) stats {
 	return st
 }
 
-// format shows v in unit: times (units with "ns") in ns/µs/ms/s, ratios with
+// format shows v in unit: times (units with an "ns" part) in ns/µs/ms/s, ratios with
 // three decimals, bytes per session in KiB, others with four digits.
 func format(unit string, v float64) string {
 	switch {
-	case strings.Contains(unit, "ns"):
-		rest := unit[strings.Index(unit, "ns")+2:]
-		if rest == "/op" {
+	case timeUnit.MatchString(unit):
+		rest := unit[timeUnit.FindStringIndex(unit)[1]:] // "", "op" or "MB"
+		if rest == "op" {
 			rest = ""
+		} else if rest != "" {
+			rest = "/" + rest
 		}
 		a := math.Abs(v)
 		switch {
@@ -172,7 +179,14 @@ func format(unit string, v float64) string {
 			return fmt.Sprintf("%.3g ns%s", v, rest)
 		}
 	case strings.HasSuffix(unit, "ratio"):
-		return fmt.Sprintf("%.3f", v)
+		switch a := math.Abs(v); {
+		case a >= 100:
+			return fmt.Sprintf("%.0f", v)
+		case a >= 10:
+			return fmt.Sprintf("%.1f", v)
+		default:
+			return fmt.Sprintf("%.3f", v)
+		}
 	case strings.HasSuffix(unit, "MB/s"):
 		return fmt.Sprintf("%.0f MB/s", v)
 	case strings.HasSuffix(unit, "B/session"):
@@ -211,6 +225,9 @@ func (r *results) figureTable(w io.Writer, title string, figs []figure) {
 	fmt.Fprintln(w, "| figure | bgexec | baseline | ratio median (min–max over runs) | target | met |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, f := range figs {
+		if d := r.metrics[f.bench][f.detail]; f.detail != "" && len(d) > 0 {
+			f.name += fmt.Sprintf(" (%s: %g)", f.detail, summarize(d).median)
+		}
 		target, met := "–", "–"
 		if f.op != "" {
 			target = fmt.Sprintf("%s %s %g", f.ratio, map[string]string{"<=": "≤", ">=": "≥"}[f.op], f.target)
@@ -231,8 +248,9 @@ func (r *results) figureTable(w io.Writer, title string, figs []figure) {
 				met = "met"
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.3f (%.3f–%.3f over %d) | %s | %s |\n",
-			f.name, r.median(f.bench, f.lib), r.median(f.bench, f.base), st.median, st.lo, st.hi, st.n, target, met)
+		fmt.Fprintf(w, "| %s | %s | %s | %s (%s–%s over %d) | %s | %s |\n",
+			f.name, r.median(f.bench, f.lib), r.median(f.bench, f.base),
+			format(f.ratio, st.median), format(f.ratio, st.lo), format(f.ratio, st.hi), st.n, target, met)
 	}
 	fmt.Fprintln(w)
 }
