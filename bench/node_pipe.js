@@ -1,28 +1,28 @@
-// node_pipe.js: the Node.js side of BenchmarkIngestPipe. It runs a producer
-// command (by default the Go test binary's print-block helper, 1 GiB of
-// 100-byte text lines) and reads its stdout:
+// node_pipe.js: the Node.js peer of BenchmarkIngestPipe. For each line read
+// on stdin it runs `SHELL -c CMDLINE` once (the benchmark passes the same
+// producer command line bgexec runs) with stdout on a pipe, reads it to the
+// end, and prints "<nanoseconds> <bytes>" on stdout:
 //
-//   raw        counts the bytes of each Buffer chunk, nothing else: the
-//              physical baseline for Node.
+//   bytes      counts the bytes of each Buffer chunk, nothing else: the
+//              cheapest a Node reader can be.
 //   reference  what the reference TypeScript registry does with output:
 //              decode each chunk to a string, clean it (ANSI escapes and
 //              control characters removed), append it to a pending list
 //              capped per stream, and keep the aggregate as the last
 //              maxOutputChars characters of aggregate+chunk.
 //
-// A whole 1 GiB output cannot be one string in Node (V8 strings stop at
+// A whole large output cannot be one string in Node (V8 strings stop at
 // 2^29-24 characters), which is why the reference keeps capped strings.
 //
-//   BGEXEC_TEST_BINARY=/tmp/bgexec.test node bench/node_pipe.js [raw|reference] [bytes=1073741824]
+//   echo | node bench/node_pipe.js bytes|reference SHELL CMDLINE
 'use strict';
 
 const { spawn } = require('node:child_process');
+const readline = require('node:readline');
 
-const mode = process.argv[2] || 'reference';
-const size = Number(process.argv[3] || 1 << 30);
-const binary = process.env.BGEXEC_TEST_BINARY;
-if (!binary) {
-  console.error('set BGEXEC_TEST_BINARY to a test binary built with `go test -c`');
+const [mode, shell, cmdline] = process.argv.slice(2);
+if (!['bytes', 'reference'].includes(mode) || !shell || !cmdline) {
+  console.error('usage: node bench/node_pipe.js bytes|reference SHELL CMDLINE');
   process.exit(2);
 }
 
@@ -38,26 +38,21 @@ function clean(s) {
   return s.replace(ansi, '').replace(controls, '');
 }
 
-function run() {
+function runOnce() {
   return new Promise((resolve, reject) => {
     const start = process.hrtime.bigint();
-    const child = spawn(binary, ['print-block', String(size)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, BGEXEC_TEST_HELPER: '1' },
-    });
+    const child = spawn(shell, ['-c', cmdline], { stdio: ['ignore', 'pipe', 'inherit'] });
     let bytes = 0;
-    let total = 0;
     let aggregated = '';
     const pending = [];
     let pendingChars = 0;
-    if (mode === 'raw') {
+    if (mode === 'bytes') {
       child.stdout.on('data', (buf) => { bytes += buf.length; });
     } else {
       child.stdout.setEncoding('utf8');
       child.stdout.on('data', (chunk) => {
         const text = clean(chunk);
-        bytes += Buffer.byteLength(chunk); // for the throughput figure only
-        total += text.length;
+        bytes += Buffer.byteLength(chunk); // for the byte count only
         pending.push(text);
         pendingChars += text.length;
         while (pendingChars > pendingMaxChars && pending.length > 0) {
@@ -75,23 +70,20 @@ function run() {
     }
     child.on('error', reject);
     child.on('close', (code) => {
-      const ns = Number(process.hrtime.bigint() - start);
       if (code !== 0) {
         reject(new Error(`producer exited ${code}`));
         return;
       }
-      resolve({ ns, bytes, total, kept: aggregated.length });
+      resolve(`${process.hrtime.bigint() - start} ${bytes}`);
     });
   });
 }
 
 async function main() {
-  const r = await run();
-  if (r.bytes !== size) throw new Error(`read ${r.bytes} bytes, want ${size}`);
-  console.log(
-    `NodePipe/${mode}\t1\t${r.ns} ns/op\t${(size / 1e6 / (r.ns / 1e9)).toFixed(2)} MB/s` +
-      (mode === 'raw' ? '' : `\t${r.kept} kept-chars`),
-  );
+  const rl = readline.createInterface({ input: process.stdin });
+  for await (const _ of rl) {
+    process.stdout.write(`${await runOnce()}\n`);
+  }
 }
 
 main().catch((err) => {

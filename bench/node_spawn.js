@@ -1,17 +1,18 @@
-// node_spawn.js: the Node.js side of BenchmarkExecTrue. It runs `sh -c true`
-// N times in the foreground the way the reference TypeScript exec tool does:
-// child_process.spawn in a process group of its own, stdout and stderr
-// piped and decoded into strings, the run over at the 'close' event. It
-// prints one line in the format of `go test -bench`, so the two can be read
-// side by side.
+// node_spawn.js: the Node.js peer of BenchmarkExecPeers/node. For each line
+// read on stdin it runs `SHELL -c true` once, the way the reference
+// TypeScript exec tool does (child_process.spawn in a process group of its
+// own, stdout and stderr piped and decoded into one string, the run over at
+// the 'close' event), and prints the nanoseconds that took on stdout. The
+// benchmark starts it once, so Node's start-up and JIT warm-up stay out of
+// the figures, and alternates its runs with bgexec's.
 //
-//   node bench/node_spawn.js [N=500] [shell=/bin/sh]
+//   printf '\n\n\n' | node bench/node_spawn.js [shell=/bin/sh]
 'use strict';
 
 const { spawn } = require('node:child_process');
+const readline = require('node:readline');
 
-const n = Number(process.argv[2] || 500);
-const shell = process.argv[3] || '/bin/sh';
+const shell = process.argv[2] || '/bin/sh';
 
 function runOnce() {
   return new Promise((resolve, reject) => {
@@ -19,7 +20,6 @@ function runOnce() {
     const child = spawn(shell, ['-c', 'true'], {
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group, as the reference does
-      env: { ...process.env, OPENCLAW_SHELL: 'exec' },
     });
     let output = '';
     child.stdout.setEncoding('utf8');
@@ -32,29 +32,16 @@ function runOnce() {
         reject(new Error(`exit ${code}: ${output}`));
         return;
       }
-      resolve(Number(process.hrtime.bigint() - start));
+      resolve(process.hrtime.bigint() - start);
     });
   });
 }
 
-function percentile(sorted, p) {
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.round(p * sorted.length) - 1));
-  return sorted[i];
-}
-
 async function main() {
-  for (let i = 0; i < 20; i++) await runOnce(); // warm up
-  const times = [];
-  const wall = process.hrtime.bigint();
-  for (let i = 0; i < n; i++) times.push(await runOnce());
-  const total = Number(process.hrtime.bigint() - wall);
-  times.sort((a, b) => a - b);
-  const mean = total / n;
-  console.log(
-    `NodeSpawnTrue\t${n}\t${mean.toFixed(0)} ns/op\t` +
-      `${(percentile(times, 0.5) / 1e3).toFixed(1)} p50-µs\t${(percentile(times, 0.99) / 1e3).toFixed(1)} p99-µs\t` +
-      `${(1e9 / mean).toFixed(1)} spawns/s`,
-  );
+  const rl = readline.createInterface({ input: process.stdin });
+  for await (const _ of rl) {
+    process.stdout.write(`${await runOnce()}\n`);
+  }
 }
 
 main().catch((err) => {

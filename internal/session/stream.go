@@ -10,17 +10,17 @@ import (
 )
 
 const (
-	// readChunk is the size of one read. It is lent from the pool for that
+	// ReadChunk is the size of one read. It is lent from the pool for that
 	// read only, so it costs nothing while a session is idle.
-	readChunk = 128 << 10
-	// defaultPipe is Linux's default pipe capacity: a read that returns this
+	ReadChunk = 128 << 10
+	// DefaultPipe is Linux's default pipe capacity: a read that returns this
 	// much found the pipe full, so the child writes faster than we read.
-	defaultPipe = 64 << 10
-	// busyPipe is the capacity a pipe gets once found full. The child can
+	DefaultPipe = 64 << 10
+	// BusyPipe is the capacity a pipe gets once found full. The child can
 	// then keep writing while we process the last read, and each wakeup
 	// moves four times as much: on a flood this cuts the context switches,
 	// which cost more than anything else on the path (BENCHMARKS.md).
-	busyPipe = 256 << 10
+	BusyPipe = 256 << 10
 )
 
 // ChunkPool lends read buffers only for the duration of one read, so an
@@ -31,7 +31,7 @@ func (c *ChunkPool) get() *[]byte {
 	if b, ok := c.p.Get().(*[]byte); ok {
 		return b
 	}
-	b := make([]byte, readChunk)
+	b := make([]byte, ReadChunk)
 	return &b
 }
 
@@ -52,12 +52,12 @@ func pumpFile(f *os.File, pool *ChunkPool, sink func([]byte)) {
 		for {
 			bp := pool.get()
 			n, err := syscall.Read(int(fd), *bp)
-			if n >= defaultPipe && !grown {
+			if n >= DefaultPipe && !grown {
 				// Once, for a busy pipe. It fails harmlessly on a PTY (never
 				// this full) and for an unprivileged user over the pipe
 				// quota (fs.pipe-user-pages-soft).
 				grown = true
-				_, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, busyPipe)
+				_, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, BusyPipe)
 			}
 			if n > 0 {
 				sink((*bp)[:n])
