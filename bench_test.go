@@ -531,7 +531,16 @@ func BenchmarkLog(b *testing.B) {
 	baseID, baseRetained := startRetained(b, baseSc, benchRetained, "exec sleep 1000", "")
 	p := benchPair{batch: 20}
 	logs := func(sc *Scope, id string) func() {
-		req := &ProcessRequest{Action: "log", SessionID: id, Offset: ptr(0), Limit: ptr(10)}
+		// Line numbers are absolute: both sides page the 10 oldest
+		// retained lines, from the session's first retained line.
+		first := 0
+		if r := benchProcess(b, sc, &ProcessRequest{Action: "log", SessionID: id, Limit: ptr(1)}); r.Details.FirstLine != nil {
+			first = int(*r.Details.FirstLine) + 1 // the first retained line may be cut
+		}
+		req := &ProcessRequest{Action: "log", SessionID: id, Offset: ptr(first), Limit: ptr(10)}
+		if r := benchProcess(b, sc, req); strings.Count(r.Text(), "\n") < 9 {
+			b.Fatalf("log %s does not return 10 lines: %q", id, r.Text())
+		}
 		return func() {
 			for range p.batch {
 				r, err := sc.Process(context.Background(), req)

@@ -88,6 +88,7 @@ func FuzzOutputBuf(f *testing.F) {
 		text := []rune(strings.ToValidUTF8(string(data), "?"))
 		o := newOutput(limit, limit)
 		var model []rune
+		var views [][2]string     // each view and a copy taken at once
 		var pendModel [][2][]rune // chunks by stream
 		_ = pendModel
 		pend := [2][]rune{}
@@ -126,8 +127,15 @@ func FuzzOutputBuf(f *testing.F) {
 				}
 				pend[s] = pend[s][1:]
 			}
-			require.Equal(t, string(model), o.agg.String())
-			require.True(t, utf8.ValidString(o.agg.String()))
+			view := o.agg.String()
+			require.Equal(t, string(model), view)
+			require.True(t, utf8.ValidString(view))
+			// Views handed out earlier never change: the ring moves to a
+			// new array rather than write over them.
+			views = append(views, [2]string{view, strings.Clone(view)})
+			for _, v := range views {
+				require.Equal(t, v[1], v[0], "a view handed out earlier was overwritten")
+			}
 			require.LessOrEqual(t, o.agg.runes, limit)
 		}
 		got, _ := o.pending.drain()

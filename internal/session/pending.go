@@ -19,7 +19,7 @@ func (c *pendingChunk) appendText(p []byte) {
 	case len(c.text)+len(p) <= cap(c.mem):
 		c.text = c.mem[:copy(c.mem, c.text)]
 	default:
-		nm := make([]byte, len(c.text), max(2*cap(c.mem), len(c.text)+len(p)))
+		nm := make([]byte, len(c.text), grown(len(c.text)+len(p)))
 		copy(nm, c.text)
 		c.mem, c.text = nm[:cap(nm)], nm
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"strings"
+	"unicode/utf8"
+	"unsafe"
 )
 
 // The buffers below sit on the ingest path of every read from a child, so
@@ -75,10 +77,14 @@ type runeRing struct {
 	newlines        int   // '\n' bytes in the live text
 	droppedNewlines int64 // '\n' bytes dropped at the cap: the first live line's number
 
-	// cache is the live text as a string, valid while cacheOK: readers that
-	// find nothing new share it instead of copying the ring again.
+	// cache is the live text as a string, valid while cacheOK. It is a
+	// view of buf, not a copy: while viewed, appends only write past the
+	// end of every view handed out, and move to a new array rather than
+	// wrap around over viewed bytes (copy on write). With no view out, the
+	// ring wraps as usual, so a flood nobody reads costs no extra copy.
 	cache   string
 	cacheOK bool
+	viewed  bool // some string handed out may view buf
 }
 
 // segments returns the live text as at most two pieces, in order.
@@ -123,7 +129,9 @@ func (r *runeRing) append(p []byte, n int) {
 		r.droppedNewlines += int64(r.newlines + bytes.Count(p[:cut], nl))
 		p = p[cut:]
 		r.head, r.size, r.runes = 0, 0, 0
-		r.reserve(len(p))
+		if r.viewed || len(p) > len(r.buf) {
+			r.buf, r.viewed = make([]byte, grown(len(p))), false
+		}
 		r.size = copy(r.buf, p)
 		r.runes = r.limit
 		r.newlines = bytes.Count(p, nl)
@@ -140,24 +148,41 @@ func (r *runeRing) append(p []byte, n int) {
 		r.dropped += int64(over)
 	}
 	r.newlines += bytes.Count(p, nl)
-	r.reserve(r.size + len(p))
-	tail := (r.head + r.size) % len(r.buf)
+	tail := r.head + r.size
+	switch {
+	case r.viewed && tail+len(p) > len(r.buf):
+		// Wrapping would overwrite viewed bytes: move to a new array, with
+		// room for the appends until the next view.
+		r.relocate(r.size+len(p), 0)
+	case r.size+len(p) > len(r.buf):
+		// Growing toward the cap: no more than the text will need there,
+		// judged by its bytes per code point so far.
+		need := r.size + len(p)
+		r.relocate(need, int(int64(need)*int64(r.limit)/int64(r.runes+n))+utf8.UTFMax)
+	}
+	tail = (r.head + r.size) % len(r.buf)
 	k := copy(r.buf[tail:], p)
 	copy(r.buf, p[k:])
 	r.size += len(p)
 	r.runes += n
 }
 
-// reserve makes room for need live bytes, moving the live text to the
-// start of a larger buffer when it has to grow.
-func (r *runeRing) reserve(need int) {
-	if need <= len(r.buf) {
-		return
+// grown is the size of a new array for need live bytes: a quarter more,
+// so appends after a relocation have room before the next one.
+func grown(need int) int { return max(need+need/4, 64) }
+
+// relocate moves the live text to the start of a new array with room for
+// need live bytes, and a quarter more unless bound (when > 0) is smaller.
+// Views of the old array stay valid.
+func (r *runeRing) relocate(need, bound int) {
+	size := grown(need)
+	if bound > 0 {
+		size = max(need, min(size, bound))
 	}
-	nb := make([]byte, max(need, 2*len(r.buf), 512))
+	nb := make([]byte, size)
 	a, b := r.segments()
 	copy(nb[copy(nb, a):], b)
-	r.buf, r.head = nb, 0
+	r.buf, r.head, r.viewed = nb, 0, false
 }
 
 var nl = []byte{'\n'}
@@ -246,12 +271,24 @@ func (r *runeRing) stringFrom(off int) string {
 // tail returns a copy of the last n code points.
 func (r *runeRing) tail(n int) string { return r.stringFrom(r.offsetOf(r.runes - n)) }
 
-// String returns the live text. Until the next append every call returns
-// the same string, so readers that find nothing new copy nothing.
+// String returns the live text without copying it: a view of the array,
+// which later appends never overwrite. Only when the text wraps around the
+// end of the array is it moved to a new one first.
 func (r *runeRing) String() string {
-	if !r.cacheOK {
-		r.cache, r.cacheOK = r.stringFrom(0), true
+	if r.cacheOK {
+		return r.cache
 	}
+	if r.size == 0 {
+		r.cache, r.cacheOK = "", true
+		return ""
+	}
+	if r.head+r.size > len(r.buf) {
+		r.relocate(r.size, 0)
+	}
+	// The bytes [head, head+size) are never written again while viewed
+	// (append relocates first), so the string stays immutable.
+	r.cache = unsafe.String(&r.buf[r.head], r.size)
+	r.cacheOK, r.viewed = true, true
 	return r.cache
 }
 
