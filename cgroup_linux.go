@@ -307,16 +307,26 @@ func (c *sessionCgroup) killLeft() error {
 
 // signal sends sig to every process in the cgroup.
 func (c *sessionCgroup) signal(sig unix.Signal) error {
+	pids, err := c.procs()
+	for _, pid := range pids {
+		_ = unix.Kill(pid, sig) // Best effort: it may have exited since.
+	}
+	return err
+}
+
+// procs lists the pids in the cgroup.
+func (c *sessionCgroup) procs() ([]int, error) {
 	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var pids []int
 	for _, f := range strings.Fields(string(b)) {
 		if pid, err := strconv.Atoi(f); err == nil {
-			_ = unix.Kill(pid, sig) // Best effort: it may have exited since.
+			pids = append(pids, pid)
 		}
 	}
-	return nil
+	return pids, nil
 }
 
 // populated reports whether any process is still in the cgroup. When it

@@ -271,3 +271,63 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 	sp.child = c
 	return sp, nil
 }
+
+// members lists the session's live processes other than the leader: its
+// cgroup's members, else its process group's (processes that left the
+// group without a cgroup are not seen).
+func (c *osChild) members() ([]int, error) {
+	if c.cg != nil {
+		pids, err := c.cg.procs()
+		if err != nil {
+			return nil, err
+		}
+		return liveAmong(pids, c.leader), nil
+	}
+	return groupMembers(c.leader)
+}
+
+// Lingering lists what the exited shell left running.
+func (c *osChild) Lingering() []session.Lingering {
+	pids, err := c.members()
+	if err != nil {
+		return nil // cannot tell: the session ends, and release reports it
+	}
+	out := make([]session.Lingering, 0, len(pids))
+	for _, pid := range pids {
+		out = append(out, session.Lingering{Pid: pid, Command: func() string { return commandLine(pid, 60) }})
+	}
+	return out
+}
+
+// AwaitLingering waits, one pidfd at a time and in the runtime poller,
+// until no member is left; it looks again after each exit, so processes
+// started meanwhile are waited for too. A kill of the session ends them,
+// and so this wait.
+func (c *osChild) AwaitLingering() {
+	for {
+		pids, err := c.members()
+		if err != nil || len(pids) == 0 {
+			return
+		}
+		fd, err := unix.PidfdOpen(pids[0], unix.PIDFD_NONBLOCK)
+		if err != nil {
+			continue // it is gone already: look again
+		}
+		f := os.NewFile(uintptr(fd), "pidfd")
+		_ = awaitPidfd(f) // an error means poll failed: looking again tells
+		_ = f.Close()
+	}
+}
+
+// PeekStatus reads the exited leader's wait status from its zombie's
+// /proc entry, without reaping it.
+func (c *osChild) PeekStatus() (syscall.WaitStatus, error) {
+	st, err := readStat(c.leader)
+	if err != nil {
+		return 0, err
+	}
+	if st.state != 'Z' {
+		return 0, errors.New("the leader has not exited")
+	}
+	return syscall.WaitStatus(st.exitCode), nil
+}

@@ -26,10 +26,19 @@
 //
 // A finished backgrounded session is kept for the TTL (30 min) after its
 // end, then reaped by the registry's single sweeper goroutine. The timeout
-// (30 min default) applies in the foreground and in the background. When
-// the shell exits, anything it left running in its process group is
-// killed too: once a session has ended nobody could stop those processes
-// through the tool. Start long-lived servers as their own session.
+// (30 min default) applies in the foreground and in the background.
+//
+// When the shell exits while processes it started still run (`npm run dev
+// &`, `nohup x &`, a daemon), they are kept, not killed: exec returns at
+// once with the shell's exit code and a line naming them, and the session
+// stays running and backgrounded until the last of them ends; its end is
+// reported like any other, with the shell's exit code. What counts is the
+// session's cgroup, or its process group without cgroups (a process that
+// calls setsid then escapes, as for kill). The shell is not reaped
+// meanwhile, so its process group id stays reserved and kill, timeout and
+// Close still reach the whole group. When background execution is disabled,
+// nothing could reach such processes, so they end with the shell and the
+// result says so.
 //
 // The request context bounds the call, never a backgrounded process:
 // cancelling it before the run was backgrounded kills the run; afterwards

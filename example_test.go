@@ -64,5 +64,5 @@ func ExampleScope_Call() {
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
 	// Output:
-	// {"content":[{"type":"text","text":"No session found for nope"}],"details":{"status":"failed"}}
+	// {"content":[{"type":"text","text":"No session found for nope"}],"details":{"status":"failed"},"isError":true}
 }

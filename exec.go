@@ -168,9 +168,12 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		Background:         req.Background && !synchronous,
 		NotifyOnExit:       st.notifyOnExit && st.notifier != nil,
 		NotifyEmptySuccess: st.notifyEmpty,
-		Proc:               sp.child,
-		Outputs:            sp.outputs,
-		Stdin:              sp.stdin,
+		// Without the process tool nothing could reach what the shell
+		// leaves running, so a synchronous run ends it with the shell.
+		KeepLeftovers: !synchronous,
+		Proc:          sp.child,
+		Outputs:       sp.outputs,
+		Stdin:         sp.stdin,
 	})
 	return sc.run(ctx, s, yield, synchronous, warnings)
 }
@@ -195,6 +198,12 @@ func (sc *Scope) run(ctx context.Context, s *session.Session, yield time.Duratio
 	}
 	select {
 	case <-s.Done():
+	case <-s.LeftBehind():
+		// The shell exited, but processes it started run on (`server &`):
+		// they are kept as a background session, reported at once.
+		if s.Background() {
+			return leftBehindResult(s, warnings), nil
+		}
 	case <-yieldC:
 		if s.Background() {
 			return runningResult(s, warnings), nil
@@ -207,6 +216,11 @@ func (sc *Scope) run(ctx context.Context, s *session.Session, yield time.Duratio
 		return nil, fmt.Errorf("bgexec: exec: %w", ctx.Err())
 	}
 	sc.reg.forget(s)
+	if rest, _ := s.Lingered(); synchronous && len(rest) > 0 {
+		// What the shell left running ended with it: nothing else could
+		// reach it.
+		warnings = append(warnings, "Warning: when the shell exited, "+leftoverList(rest, true)+"; it was stopped, because background execution is disabled here.")
+	}
 	return finishedResult(s, warnings), nil
 }
 
@@ -222,6 +236,40 @@ func runningResult(s *session.Session, warnings []string) *Result {
 		Cwd:       s.Cwd(),
 		Tail:      sn.Tail,
 	})
+}
+
+// leftBehindResult is the result of an exec whose shell exited while
+// processes it started still run: the session is kept for them.
+func leftBehindResult(s *session.Session, warnings []string) *Result {
+	rest, code := s.Lingered()
+	how := "exited"
+	if code != nil {
+		how = fmt.Sprintf("exited with code %d", *code)
+	}
+	text := fmt.Sprintf("The shell %s; %s, kept as session %s. Use process (list/poll/log/write/kill/clear/remove) for follow-up.", how, leftoverList(rest, false), s.ID())
+	r := runningResult(s, warnings)
+	r.Content[0].Text = withWarnings(warnings, text)
+	return r
+}
+
+// leftoverList says which processes are (or, past, were) still running:
+// "1 process it started is still running (pid 4242: python3 -m http.server)".
+func leftoverList(rest []session.Lingering, past bool) string {
+	const shown = 3
+	var names []string
+	for i, p := range rest {
+		if i == shown {
+			names = append(names, fmt.Sprintf("and %d more", len(rest)-shown))
+			break
+		}
+		names = append(names, fmt.Sprintf("pid %d: %s", p.Pid, p.Command()))
+	}
+	verb := map[bool]string{false: "is", true: "was"}[past]
+	if len(rest) == 1 {
+		return "1 process it started " + verb + " still running (" + names[0] + ")"
+	}
+	verb = map[bool]string{false: "are", true: "were"}[past]
+	return fmt.Sprintf("%d processes it started %s still running (%s)", len(rest), verb, strings.Join(names, ", "))
 }
 
 // finishedResult is the foreground result of an ended session.
@@ -290,7 +338,7 @@ func formatSeconds(d time.Duration) string {
 
 func spawnFailure(warnings []string, err error, cwd string, start time.Time) *Result {
 	dur := time.Since(start).Milliseconds()
-	return textResult(withWarnings(warnings, err.Error()), Details{
+	r := textResult(withWarnings(warnings, err.Error()), Details{
 		Status:     StatusFailed,
 		ExitReason: ExitReasonSpawnError,
 		DurationMs: &dur,
@@ -298,6 +346,8 @@ func spawnFailure(warnings []string, err error, cwd string, start time.Time) *Re
 		Cwd:        cwd,
 		execEnd:    true,
 	})
+	r.IsError = true
+	return r
 }
 
 // clampYield converts a yieldMs parameter: 10 … 120000 ms, zero, negative

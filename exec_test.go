@@ -355,3 +355,30 @@ func atoi(s string) int {
 	n, _ := strconv.Atoi(strings.TrimSpace(s))
 	return n
 }
+
+// TestIsErrorMeansTheCallFailed keeps "the call failed" apart from "the
+// command failed": only the first sets IsError (MCP's isError).
+func TestIsErrorMeansTheCallFailed(t *testing.T) {
+	reg := newTestRegistry(t, Config{Security: "allowlist", Allowlist: []string{"sh", "exit", "sleep", "true"}})
+	sc := reg.Scope("a")
+	for _, c := range []struct {
+		name    string
+		res     *Result
+		isError bool
+		status  Status
+	}{
+		{"a non-zero exit", mustExec(t, sc, &ExecRequest{Command: "exit 3"}), false, StatusCompleted},
+		{"a timeout", mustExec(t, sc, &ExecRequest{Command: "sleep 5", Timeout: ptr(0.2)}), false, StatusFailed},
+		{"a command not found", mustExec(t, reg.Scope("b"), &ExecRequest{Command: "true; exit 127"}), false, StatusFailed},
+		{"a refused command", mustExec(t, sc, &ExecRequest{Command: "rm -rf /nothing"}), true, StatusFailed},
+		{"a refused env key", mustExec(t, sc, &ExecRequest{Command: "true", Env: map[string]string{"LD_PRELOAD": "x"}}), true, StatusFailed},
+		{"an unknown session", mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: "no-such"}), true, StatusFailed},
+		{"an unknown action", mustProcess(t, sc, &ProcessRequest{Action: "fly", SessionID: "x"}), true, StatusFailed},
+	} {
+		assert.Equal(t, c.isError, c.res.IsError, "%s: %s", c.name, c.res.Text())
+		assert.Equal(t, c.status, c.res.Details.Status, c.name)
+		b, err := json.Marshal(c.res)
+		require.NoError(t, err)
+		assert.Equal(t, c.isError, strings.Contains(string(b), `"isError":true`), c.name)
+	}
+}

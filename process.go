@@ -313,8 +313,10 @@ func deliver(s *session.Session, p []byte) (int, *Result) {
 	case errors.Is(err, session.ErrStdinClosed):
 		return n, failure("Session " + s.ID() + " stdin is not writable.")
 	default:
-		return n, textResult(fmt.Sprintf("Wrote %d of %d bytes to session %s; the rest was not taken within %s (%v). The command may not be reading its input.", n, len(p), s.ID(), WriteBound, err),
+		r := textResult(fmt.Sprintf("Wrote %d of %d bytes to session %s; the rest was not taken within %s (%v). The command may not be reading its input.", n, len(p), s.ID(), WriteBound, err),
 			Details{Status: StatusFailed, SessionID: s.ID()})
+		r.IsError = true
+		return n, r
 	}
 }
 

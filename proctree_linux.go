@@ -21,10 +21,12 @@ type procRef struct {
 }
 
 type procStat struct {
-	ppid  int
-	start string
-	comm  string
-	state byte
+	ppid     int
+	pgrp     int
+	start    string
+	comm     string
+	state    byte
+	exitCode int // the wait status of a zombie (waitpid's form)
 }
 
 // readStat parses /proc/<pid>/stat. An error for which procGone holds
@@ -40,12 +42,18 @@ func readStat(pid int) (procStat, error) {
 		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	f := strings.Fields(s[end+2:])
-	// After the comm: state(0) ppid(1) … starttime(19).
+	// After the comm: state(0) ppid(1) pgrp(2) … starttime(19) …
+	// exit_code(49, Linux 3.5+).
 	if len(f) < 20 {
 		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
-	ppid, _ := strconv.Atoi(f[1])
-	return procStat{ppid: ppid, start: f[19], comm: s[open+1 : end], state: f[0][0]}, nil
+	st := procStat{start: f[19], comm: s[open+1 : end], state: f[0][0]}
+	st.ppid, _ = strconv.Atoi(f[1])
+	st.pgrp, _ = strconv.Atoi(f[2])
+	if len(f) > 49 {
+		st.exitCode, _ = strconv.Atoi(f[49])
+	}
+	return st, nil
 }
 
 // procGone reports whether a readStat error means the process is gone:
@@ -126,4 +134,55 @@ func escapeWarning(before []procRef) string {
 	default:
 		return fmt.Sprintf("Warning: %d processes of the session may have escaped the kill (they left the process group): %s.", len(left), strings.Join(left, ", "))
 	}
+}
+
+// groupMembers lists the live processes of process group pgid but the
+// leader, from /proc.
+func groupMembers(pgid int) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == pgid {
+			continue
+		}
+		if st, err := readStat(pid); err == nil && st.pgrp == pgid && st.state != 'Z' {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+// liveAmong keeps the pids that are neither gone nor zombies, nor skip.
+func liveAmong(pids []int, skip int) []int {
+	out := pids[:0]
+	for _, pid := range pids {
+		if pid == skip {
+			continue
+		}
+		if st, err := readStat(pid); err == nil && st.state != 'Z' {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// commandLine is a process's command line, shortened to max characters,
+// or its comm when the command line cannot be read.
+func commandLine(pid int, limit int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	if err != nil || s == "" {
+		if st, err := readStat(pid); err == nil {
+			return st.comm
+		}
+		return "?"
+	}
+	if r := []rune(s); len(r) > limit {
+		s = string(r[:limit-1]) + "…"
+	}
+	return s
 }

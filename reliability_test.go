@@ -814,6 +814,19 @@ func endEscaperSession(ctx context.Context, sc *Scope, s *session.Session, way e
 		if _, err := sc.Process(ctx, &ProcessRequest{Action: "write", SessionID: s.ID(), Data: "\n"}); err != nil {
 			return err
 		}
+		// What the shell leaves running (the escapers that stayed in its
+		// cgroup or process group) is kept as the session, so the agent
+		// ends it; if nothing was left, the session ends with the shell.
+		select {
+		case <-s.LeftBehind():
+			want = ExitReasonKilled
+			if _, err := sc.Process(ctx, &ProcessRequest{Action: "kill", SessionID: s.ID()}); err != nil {
+				return err
+			}
+		case <-s.Done():
+		case <-ctx.Done():
+			return fmt.Errorf("session %s: the shell did not exit: %w", s.ID(), ctx.Err())
+		}
 	case endKill:
 		want = ExitReasonKilled
 		if _, err := sc.Process(ctx, &ProcessRequest{Action: "kill", SessionID: s.ID()}); err != nil {

@@ -6,14 +6,25 @@ import (
 )
 
 // Result is what exec and process return: the envelope tool frameworks
-// expect. json.Marshal gives {"content":[{"type":"text","text":"…"}],"details":{…}}.
-// A tool-level failure (unknown session, refused env key, non-zero exit) is a
-// Result with Details.Status "failed", never a Go error.
+// expect. json.Marshal gives {"content":[{"type":"text","text":"…"}],"details":{…}},
+// plus "isError":true when the call failed.
+//
+// Two kinds of failure are kept apart. IsError means the tool call itself
+// failed: it was refused (policy, environment rules), its arguments were
+// wrong, it named no session, its input was not taken, or the command
+// could not be started; Details.Status is then "failed" and the text says
+// what to fix. A command that ran is never an IsError, however it ended:
+// a non-zero exit is status "completed" with its exit code, and a command
+// ended by a signal, a timeout or a kill is status "failed" with the
+// reason. None of these is a Go error, which means the call could not be
+// made at all.
 type Result struct {
 	// Content holds one text item: what the model reads.
 	Content []Content `json:"content"`
-	// Details holds the structured fields of the result.
+	// Details holds the structured fields (status, exit code, session id …).
 	Details Details `json:"details"`
+	// IsError reports that the call failed, as MCP's CallToolResult.isError.
+	IsError bool `json:"isError,omitzero"`
 }
 
 // Content is one content item of a Result. Type is always "text".
@@ -138,15 +149,19 @@ func textResult(text string, d Details) *Result {
 	return &Result{Content: []Content{{Type: "text", Text: text}}, Details: d}
 }
 
-// failure is a tool-level failure result.
+// failure is a tool-level failure result: the call failed.
 func failure(text string) *Result {
-	return textResult(text, Details{Status: StatusFailed})
+	r := textResult(text, Details{Status: StatusFailed})
+	r.IsError = true
+	return r
 }
 
 // execFailure is a failure result of the exec tool that ran nothing (a
 // refused or invalid call): exitCode null and aggregated "" in its JSON.
 func execFailure(text string) *Result {
-	return textResult(text, Details{Status: StatusFailed, execEnd: true})
+	r := textResult(text, Details{Status: StatusFailed, execEnd: true})
+	r.IsError = true
+	return r
 }
 
 func ptr[T any](v T) *T { return &v }

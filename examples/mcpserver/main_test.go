@@ -221,6 +221,44 @@ func TestServerOverStdio(t *testing.T) {
 		assert.Equal(t, 0, *d.ExitCode)
 	})
 
+	t.Run("the contract's refinements hold over MCP", func(t *testing.T) {
+		res := c.call(t, "exec", map[string]any{"command": "exit 3"})
+		assert.False(t, res.IsError, "a non-zero exit is a completed call")
+		assert.Equal(t, "(no output)\n\n(Command exited with code 3)", textOf(t, res))
+		assert.Equal(t, bgexec.StatusCompleted, detailsOf(t, res).Status)
+
+		res = c.call(t, "exec", map[string]any{"command": "kill -9 $$"})
+		assert.False(t, res.IsError, "the command ran: not a failed call")
+		sc, err := json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		assert.Contains(t, string(sc), `"exitCode":null`, "a failed exec always carries exitCode")
+
+		res = c.call(t, "process", map[string]any{"action": "POLL", "sessionId": "x"})
+		assert.True(t, res.IsError)
+		assert.True(t, strings.HasPrefix(textOf(t, res), "Unknown action POLL. Expected one of: list, poll, log"), textOf(t, res))
+		res = c.call(t, "process", map[string]any{"action": "clear", "sessionId": "no-such"})
+		assert.Equal(t, "No finished session found for no-such", textOf(t, res))
+
+		res = c.call(t, "exec", map[string]any{"command": "cat >/dev/null", "background": true, "stdin": "pipe"})
+		id := detailsOf(t, res).SessionID
+		res = c.call(t, "process", map[string]any{"action": "write", "sessionId": id, "data": "hi", "eof": true})
+		assert.Equal(t, "Wrote 2 bytes to session "+id+" (stdin closed).", textOf(t, res))
+		res = c.call(t, "process", map[string]any{"action": "log", "sessionId": id, "offset": -5, "limit": 1.7})
+		assert.False(t, res.IsError, "log never refuses a number: %s", textOf(t, res))
+
+		res = c.call(t, "exec", map[string]any{"command": "sleep 300 &"})
+		require.Equal(t, bgexec.StatusRunning, detailsOf(t, res).Status, textOf(t, res))
+		kept := detailsOf(t, res).SessionID
+		assert.True(t, strings.HasPrefix(textOf(t, res), "The shell exited with code 0; 1 process it started is still running (pid "), textOf(t, res))
+		res = c.call(t, "process", map[string]any{"action": "kill", "sessionId": kept})
+		assert.Equal(t, "Killed session "+kept+".", textOf(t, res))
+		for _, done := range []string{id, kept} {
+			c.call(t, "process", map[string]any{"action": "wait", "sessionId": done, "timeout": 20000})
+			res = c.call(t, "process", map[string]any{"action": "clear", "sessionId": done})
+			require.Equal(t, "Cleared session "+done+".", textOf(t, res))
+		}
+	})
+
 	t.Run("a background command is polled, paged, killed and listed", func(t *testing.T) {
 		res := c.call(t, "exec", map[string]any{
 			"command":    "for i in 1 2 3 4 5; do echo line$i; done; echo ready; read answer; echo got $answer; exec sleep 300",

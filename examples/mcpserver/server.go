@@ -134,11 +134,9 @@ func callTool(ctx context.Context, sc *bgexec.Scope, name string, req *mcp.CallT
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: res.Text()}},
 		StructuredContent: res.Details,
-		// A failure that is not a report about a session (invalid arguments,
-		// unknown session, refused or failed foreground command) is a tool
-		// error; a poll or kill that reports a session which ended badly is
-		// a successful call.
-		IsError: res.Details.Status == bgexec.StatusFailed && res.Details.SessionID == "",
+		// The call failed (refused, invalid, no such session, not
+		// started); a command that ran and ended badly is a successful call.
+		IsError: res.IsError,
 	}
 }
 

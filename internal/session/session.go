@@ -102,6 +102,9 @@ type Options struct {
 	// NotifyOnExit and NotifyEmptySuccess decide whether an unreported end
 	// of a backgrounded session becomes an event.
 	NotifyOnExit, NotifyEmptySuccess bool
+	// KeepLeftovers keeps processes the shell left running (see
+	// [Lingerer]); false ends them with the shell.
+	KeepLeftovers bool
 
 	Proc    Process
 	Outputs []io.Reader // stdout, stderr; or the PTY master alone
@@ -153,6 +156,9 @@ type Session struct {
 	timeoutTimer *time.Timer
 	killTimer    *time.Timer
 	lineWaiters  []*lineWaiter
+	leftBehind   chan struct{} // closed when leftovers are kept
+	lingering    []Lingering   // what the shell left running at its exit
+	shellCode    *int          // the shell's exit code then
 }
 
 // New returns a session that is not started yet.
@@ -164,6 +170,7 @@ func New(o Options) *Session {
 		out:          newOutput(o.MaxChars, o.PendingChars),
 		backgrounded: o.Background,
 		changed:      make(chan struct{}),
+		leftBehind:   make(chan struct{}),
 	}
 	if !o.PTY {
 		s.cursorMode = keys.CursorNormal
@@ -326,8 +333,9 @@ func (s *Session) answerCursorQueries(n int) {
 func (s *Session) run(readers *readerCount) {
 	p := s.opts.Proc
 	_ = p.AwaitExit() // an error means the wait failed: reap tells the rest
-	// Anything the shell left behind in its group ends with it: once the
-	// session is over nobody could stop it through the tool any more.
+	s.awaitLeftovers()
+	// Whatever is still left ends with the session: once it is over nobody
+	// could stop it through the tool any more.
 	_ = p.SignalGroup(syscall.SIGKILL) // failures surface through Release
 	ws, err := p.Reap()
 	s.drain(readers)
