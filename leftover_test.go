@@ -31,8 +31,9 @@ func TestProcessesLeftBehindAreKept(t *testing.T) {
 				require.Equal(t, StatusRunning, res.Details.Status, res.Text())
 				id := res.Details.SessionID
 				assert.Regexp(t, regexp.MustCompile(`^The shell exited with code 0; 1 process it started is still running \(pid \d+: [^)]+\), kept as session `+id+`\. Use process`), res.Text())
-				assert.Contains(t, res.Details.Tail, "starting")
 				waitFor(t, sc, id, "^ready$")
+				log := mustProcess(t, sc, &ProcessRequest{Action: "log", SessionID: id})
+				assert.Equal(t, "starting\nready", log.Text(), "the shell's output and the kept process's, in one session")
 				list := mustProcess(t, sc, &ProcessRequest{Action: "list"})
 				assert.Contains(t, list.Text(), id+" running")
 				kill := mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})

@@ -49,6 +49,7 @@ type Registry struct {
 	sessions map[string]*session.Session
 	byScope  map[string]map[string]*session.Session // the same sessions, by scope
 	expiry   expiryHeap                             // ended backgrounded sessions, by TTL
+	expiryOf map[*session.Session]*expiring         // each one's entry in expiry
 	closed   bool
 	retired  map[string]struct{} // ids of forgotten sessions, not reissued
 	retiredQ []string            // retired ids, oldest first (at most maxRetiredIDs)
@@ -101,6 +102,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		closeDone: make(chan struct{}),
 		sessions:  make(map[string]*session.Session),
 		byScope:   make(map[string]map[string]*session.Session),
+		expiryOf:  make(map[*session.Session]*expiring),
 		spawner:   spawner{reqs: make(chan spawnCall)},
 		watchdog:  wd,
 		cgroups:   cg,
@@ -205,6 +207,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.mu.Lock()
 	clear(r.sessions)
 	clear(r.byScope)
+	clear(r.expiryOf)
 	r.expiry = nil
 	r.mu.Unlock()
 	close(r.closeDone)
@@ -312,6 +315,11 @@ func (r *Registry) forget(s *session.Session) {
 		return
 	}
 	delete(r.sessions, id)
+	if e := r.expiryOf[s]; e != nil {
+		// A cleared session must not stay reachable until its TTL.
+		heap.Remove(&r.expiry, e.index)
+		delete(r.expiryOf, s)
+	}
 	if scope := r.byScope[s.Scope()]; scope != nil {
 		delete(scope, id)
 		if len(scope) == 0 {
@@ -391,7 +399,11 @@ func (r *Registry) sessionEnded(s *session.Session) {
 		return // a foreground run: its exec call forgets it
 	}
 	r.mu.Lock()
-	heap.Push(&r.expiry, expiring{at: sn.Exit.At.Add(r.cfg.ttl), s: s})
+	if r.sessions[s.ID()] == s { // not cleared meanwhile
+		e := &expiring{at: sn.Exit.At.Add(r.cfg.ttl), s: s}
+		heap.Push(&r.expiry, e)
+		r.expiryOf[s] = e
+	}
 	r.mu.Unlock()
 	r.enqueueNote(s)
 	kick(r.sweepKick)
@@ -446,6 +458,7 @@ func (r *Registry) reapExpired(now time.Time) time.Duration {
 			break
 		}
 		heap.Pop(&r.expiry)
+		delete(r.expiryOf, top.s)
 		due = append(due, top.s)
 	}
 	r.mu.Unlock()
@@ -455,23 +468,32 @@ func (r *Registry) reapExpired(now time.Time) time.Duration {
 	return next
 }
 
-// expiring is an ended session and when its TTL passes.
+// expiring is an ended session, when its TTL passes, and its place in the
+// heap.
 type expiring struct {
-	at time.Time
-	s  *session.Session
+	at    time.Time
+	s     *session.Session
+	index int
 }
 
 // expiryHeap orders sessions by expiry, soonest first (container/heap).
-type expiryHeap []expiring
+type expiryHeap []*expiring
 
 func (h expiryHeap) Len() int           { return len(h) }
 func (h expiryHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiring)) }
+func (h expiryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *expiryHeap) Push(x any) {
+	e := x.(*expiring)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
 func (h *expiryHeap) Pop() any {
 	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = expiring{} // the array must not keep the session reachable
+	e := old[len(old)-1]
+	old[len(old)-1] = nil // the array must not keep the session reachable
 	*h = old[:len(old)-1]
-	return x
+	return e
 }

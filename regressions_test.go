@@ -113,3 +113,23 @@ func TestBackgroundAlwaysReturnsRunning(t *testing.T) {
 		mustProcess(t, sc, &ProcessRequest{Action: "clear", SessionID: res.Details.SessionID})
 	}
 }
+
+// TestClearedSessionsLeaveTheExpiryHeap: a cleared or removed session must
+// not stay reachable until its TTL passes (an agent that starts and clears
+// sessions in a loop would otherwise pin hours of their buffers).
+func TestClearedSessionsLeaveTheExpiryHeap(t *testing.T) {
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	for range 20 {
+		id := startBackground(t, sc, &ExecRequest{Command: "echo x"})
+		waitExit(t, sc, id)
+		mustProcess(t, sc, &ProcessRequest{Action: "clear", SessionID: id})
+	}
+	id := startBackground(t, sc, &ExecRequest{Command: "echo kept"})
+	waitExit(t, sc, id)
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	require.Len(t, reg.expiry, 1, "only the session not cleared waits for its TTL")
+	assert.Equal(t, id, reg.expiry[0].s.ID())
+	assert.Len(t, reg.expiryOf, 1)
+}

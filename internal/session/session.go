@@ -113,7 +113,7 @@ type Options struct {
 	Pool       *ChunkPool
 	Goroutines *sync.WaitGroup // counts the session's goroutines
 	// Ended is called by the owner goroutine once the end is recorded,
-	// outside any lock.
+	// outside any lock, before Done is closed. It must not wait for Done.
 	Ended func(*Session)
 }
 
@@ -202,7 +202,7 @@ func (s *Session) Waiting() int {
 	return s.waiters
 }
 
-// Done is closed once the end is recorded.
+// Done is closed once the end is recorded and Options.Ended has returned.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // broadcastLocked wakes everyone waiting for a change. s.mu must be held.
@@ -374,10 +374,12 @@ func (s *Session) run(readers *readerCount) {
 	}
 	s.broadcastLocked()
 	s.mu.Unlock()
-	close(s.done)
+	// The registry hears of the end before Done closes, so whoever waits
+	// on Done finds its bookkeeping (expiry, event queue) done too.
 	if s.opts.Ended != nil {
 		s.opts.Ended(s)
 	}
+	close(s.done)
 }
 
 // notifiableLocked applies the skip rules of exit events.
