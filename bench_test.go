@@ -699,14 +699,15 @@ func ingestExec(b *testing.B, sc *Scope, cmdline string, usePTY bool, want int64
 }
 
 // streamTail runs cmdline once, untimed, with a raw reader (PTY or pipe),
-// and returns the last 64 bytes it printed, for ingestExec's check.
+// and returns the last 64 bytes it printed, for ingestExec's check; a
+// PTY's CRLF line ends as bgexec keeps them, LF.
 func streamTail(b *testing.B, env []string, cmdline string, usePTY bool) string {
 	var tail []byte
 	if usePTY {
 		rawPTYRead(b, env, cmdline, &tail)
-	} else {
-		rawPipeRead(b, env, cmdline, &tail)
+		return strings.ReplaceAll(string(tail), "\r\n", "\n")
 	}
+	rawPipeRead(b, env, cmdline, &tail)
 	return string(tail)
 }
 

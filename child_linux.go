@@ -22,7 +22,8 @@ type spawnSpec struct {
 	args      []string
 	dir       string
 	env       []string
-	stdinPipe bool // pipe mode: keep stdin open for write/eof
+	script    string // non-empty: the command, passed as a script on fd 3 (see shellArgs)
+	stdinPipe bool   // pipe mode: keep stdin open for write/eof
 	pty       bool
 	cols      uint16
 	rows      uint16
@@ -189,6 +190,69 @@ func outputPipe() (r, w *os.File, err error) {
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
+// maxArgCommand is the longest command passed to the shell as its -c
+// argument. Linux refuses to exec with one argument over MAX_ARG_STRLEN
+// (128 KiB) or with argv and environment together over ARG_MAX (a quarter
+// of the stack limit, often 2 MiB). A longer command reaches the shell as
+// a script on a descriptor instead.
+const maxArgCommand = 64 << 10
+
+// scriptFromFD is the -c argument that runs a script handed over as fd 3.
+//
+// Sourcing it from -c, rather than running [shell, "/dev/fd/3"], keeps
+// what a -c command sees: $0 is still the shell's name, there are no
+// positional parameters, `exit` and `set -e` end the shell, and the exit
+// status is the script's. What differs: `return` outside a function ends
+// the script (bash would refuse it and go on), and some of the shell's own
+// messages name the script (dash: "dash: 1: /dev/fd/3: x: not found").
+// /dev/fd must exist, as it does wherever /proc is mounted.
+const scriptFromFD = ". /dev/fd/3"
+
+// scriptPrefix closes fd 3 before the command's first word runs, so the
+// processes it starts do not inherit the script. The shell has opened
+// /dev/fd/3 by then, which on Linux opens the memfd anew, at offset 0;
+// dash reads on through a close-on-exec descriptor of its own, bash has
+// read the script whole. The prefix sits on the command's first line, so
+// $LINENO and line numbers in messages stay right; only bash's syntax
+// error message, which quotes the line, shows it.
+const scriptPrefix = "exec 3<&-; "
+
+// shellArgs returns the shell's argv for command, and the script to hand
+// over on fd 3 when command is too long for an argument.
+func shellArgs(shell, command string) (args []string, script string) {
+	if len(command) <= maxArgCommand {
+		return []string{shell, "-c", command}, ""
+	}
+	return []string{shell, "-c", scriptFromFD}, scriptPrefix + command
+}
+
+// scriptFile returns a sealed memfd holding script, close-on-exec: only
+// the child's fd 3, which exec.Cmd.ExtraFiles sets up by dup2, survives
+// the exec. The seals keep the script the shell reads the one that was
+// checked: nobody, the child included, can change it through /proc.
+func scriptFile(script string) (*os.File, error) {
+	fd, err := unix.MemfdCreate("bgexec-script", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_NOEXEC_SEAL)
+	if err == unix.EINVAL {
+		// MFD_NOEXEC_SEAL is Linux 6.3; it only keeps the file from being
+		// executed, which sourcing does not need anyway.
+		fd, err = unix.MemfdCreate("bgexec-script", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	}
+	if err != nil {
+		return nil, os.NewSyscallError("memfd_create", err)
+	}
+	f := os.NewFile(uintptr(fd), "bgexec-script")
+	if _, err := f.WriteString(script); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
+		_ = f.Close()
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	return f, nil
+}
+
 // closeOnExecAbove2 keeps every descriptor the host inherited without
 // close-on-exec from the next child: it marks every descriptor above
 // stderr close-on-exec. Go creates its own descriptors close-on-exec
@@ -256,6 +320,14 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 	if spec.cgroup != nil {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = spec.cgroup.fd
+	}
+	if spec.script != "" {
+		f, err := scriptFile(spec.script)
+		if err != nil {
+			return nil, fmt.Errorf("pass the command to the shell: %w", err)
+		}
+		closeAfterStart = append(closeAfterStart, f)
+		cmd.ExtraFiles = []*os.File{f} // the child's fd 3
 	}
 	closeOnExecAbove2()
 	if err := cmd.Start(); err != nil {

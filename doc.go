@@ -12,7 +12,8 @@
 // waits: if the command exits first, the result is the foreground output
 // and nothing is kept. If the yield window (yieldMs, default 10 s) ends
 // first, or background:true was passed, the session becomes backgrounded
-// and the result is status "running" with a session id. From then on:
+// and the result is status "running" with a session id, its text ending
+// with the output so far (the last 2000 characters). From then on:
 //
 //   - poll drains output not yet returned (optionally waiting for some);
 //   - wait blocks until a pattern appears, a port opens, or the command ends;
@@ -43,6 +44,13 @@
 // The request context bounds the call, never a backgrounded process:
 // cancelling it before the run was backgrounded kills the run; afterwards
 // it changes nothing.
+//
+// A command too long for one exec argument (over 64 KiB; Linux refuses an
+// argument over 128 KiB) is not refused: the shell runs
+// [$SHELL, "-c", ". /dev/fd/3"] and reads the command from a sealed memfd
+// on descriptor 3. $0, the positional parameters, exit, set -e and the
+// exit status are as under -c; only `return` outside a function (it ends
+// the script) and the prefix of the shell's own messages differ.
 //
 // # The agent pattern
 //
@@ -86,6 +94,17 @@
 // a poll's notice tells output dropped only from its pending buffer (still
 // in log) from output the retention cap dropped for good. Memory per
 // session stays bounded by the caps whatever the child prints.
+//
+// Model text uses LF. A PTY's line endings become LF as its output is read,
+// before anything is counted or kept, so caps, counts and every text
+// (exec, poll, wait, log, list tails, events) agree: the terminal writes
+// each LF as CRLF and programs redraw a line with a lone CR (progress
+// bars), so a CR after text ends the line, while the LF of a CRLF (also one
+// split between two reads) and a CR at the start of a line are dropped.
+// `a\r\nb\rc\n` reads as the lines a, b and c, and wait patterns match lines
+// without their line ending. A CR is turned into LF at once, never held
+// back for the next read. Pipe output keeps its bytes as the child wrote
+// them; only log lines and wait patterns leave out the CR of a CRLF.
 //
 // The engine (internal/session) owns each session's state: buffers,
 // timers, input, end state and exit report are read and written only by
@@ -179,7 +198,10 @@
 //
 // A child gets stdin, stdout and stderr and nothing else of the host: before
 // each spawn every descriptor above 2 is marked close-on-exec, which also
-// covers descriptors the host inherited without the flag.
+// covers descriptors the host inherited without the flag. The one
+// exception is a long command's script on descriptor 3, for the shell
+// alone: the script's first words close it, so the processes the command
+// starts do not inherit it, and the host closes its copy after the spawn.
 //
 // # Resources and concurrency
 //

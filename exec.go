@@ -16,7 +16,9 @@ import (
 // ExecRequest is the exec tool's parameters. Field names and JSON names
 // mirror the tool schema.
 type ExecRequest struct {
-	// Command is the shell command line. Required; blank is a failure.
+	// Command is the shell command line. Required; blank is a failure. It
+	// may be of any length: one too long for an exec argument is handed
+	// to the shell as a script on a descriptor instead.
 	Command string `json:"command"`
 	// Workdir is the working directory, trimmed; a relative one is taken
 	// from the default. Empty means the default: Config.Workdir, else the
@@ -115,9 +117,11 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		yield = clampYield(*req.YieldMs)
 	}
 
+	args, script := shellArgs(st.shell, req.Command)
 	spec := &spawnSpec{
 		path:      st.shellPath,
-		args:      []string{st.shell, "-c", req.Command},
+		args:      args,
+		script:    script,
 		dir:       cwd,
 		stdinPipe: stdinPipe,
 		pty:       req.PTY,
@@ -224,10 +228,15 @@ func (sc *Scope) run(ctx context.Context, s *session.Session, yield time.Duratio
 	return finishedResult(s, warnings), nil
 }
 
-// runningResult is the result of a backgrounded session.
+// runningResult is the result of a backgrounded session. Its text shows
+// the output so far (details.tail without its trailing line ends), so the
+// agent sees how the command started without a first poll.
 func runningResult(s *session.Session, warnings []string) *Result {
 	sn := s.Snapshot(tailChars)
 	text := fmt.Sprintf("Command still running (session %s, pid %d). Use process (list/poll/log/write/kill/clear/remove) for follow-up.", s.ID(), s.Pid())
+	if tail := strings.TrimRight(sn.Tail, "\r\n"); tail != "" {
+		text += "\n\nOutput so far:\n" + tail
+	}
 	return textResult(withWarnings(warnings, text), Details{
 		Status:    StatusRunning,
 		SessionID: s.ID(),

@@ -158,7 +158,11 @@ func TestExecBackground(t *testing.T) {
 		assert.Regexp(t, `^[a-z]+-[a-z]+$`, d.SessionID)
 		assert.Positive(t, d.Pid)
 		assert.InDelta(t, time.Now().UnixMilli(), d.StartedAt, 60000)
-		assert.Equal(t, "Command still running (session "+d.SessionID+", pid "+itoa(d.Pid)+"). Use process (list/poll/log/write/kill/clear/remove) for follow-up.", res.Text())
+		want := "Command still running (session " + d.SessionID + ", pid " + itoa(d.Pid) + "). Use process (list/poll/log/write/kill/clear/remove) for follow-up."
+		require.True(t, strings.HasPrefix(res.Text(), want), res.Text())
+		if rest := strings.TrimPrefix(res.Text(), want); rest != "" {
+			assert.Equal(t, "\n\nOutput so far:\nready", rest, "the helper may have printed already")
+		}
 		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: d.SessionID})
 	})
 

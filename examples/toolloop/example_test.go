@@ -31,7 +31,7 @@ func Example() {
 	// user: Check that the shell works, then build the project and tell me how it went.
 	// assistant -> exec {"command":"echo shell ok"}
 	// tool: shell ok
-	// assistant -> exec {"command":"echo compiling; sleep 0.3; echo build ok","background":true}
+	// assistant -> exec {"command":"sleep 0.2; echo compiling; sleep 0.3; echo build ok","background":true}
 	// tool: Command still running (session <id>, pid <pid>). Use process (list/poll/log/write/kill/clear/remove) for follow-up.
 	// assistant: The build is running in the background; I will report when it finishes.
 	// [woken: exec:<id>:exit]

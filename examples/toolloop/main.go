@@ -234,7 +234,7 @@ func (m *scriptedModel) Next(_ context.Context, history []message, tools []funct
 		return m.callTool("exec", `{"command":"echo shell ok"}`), nil
 	case 2:
 		// A long job: start it once, in the background.
-		return m.callTool("exec", `{"command":"echo compiling; sleep 0.3; echo build ok","background":true}`), nil
+		return m.callTool("exec", `{"command":"sleep 0.2; echo compiling; sleep 0.3; echo build ok","background":true}`), nil
 	case 3:
 		return message{Role: "assistant", Content: "The build is running in the background; I will report when it finishes."}, nil
 	case 4:

@@ -251,13 +251,22 @@ func (r *readerCount) finish() {
 	}
 }
 
-// readStream cleans one output stream into the session's buffers.
+// readStream cleans one output stream into the session's buffers. A PTY's
+// line endings become LF here, before anything is counted or kept, so caps,
+// counts, tails, log lines and patterns all see the same text; a pipe's
+// bytes are kept as the child wrote them.
 func (s *Session) readStream(id streamID, r io.Reader) {
 	var cl termtext.Cleaner
+	var le termtext.LineEnds
 	pool := s.opts.Pool
 	sink := func(p []byte) {
 		bp := pool.get()
 		text, n, ev := cl.Append((*bp)[:0], p)
+		if s.opts.PTY {
+			var removed int
+			text, removed = le.Apply(text)
+			n -= removed
+		}
 		s.ingest(id, text, n, ev)
 		*bp = text[:cap(text)] // keep the (possibly grown) buffer at full length
 		pool.put(bp)
@@ -267,7 +276,7 @@ func (s *Session) readStream(id streamID, r io.Reader) {
 	} else {
 		pumpReader(r, pool, sink)
 	}
-	text, n := cl.Flush(nil)
+	text, n := cl.Flush(nil) // U+FFFD at most: no line ending to change
 	s.ingest(id, text, n, termtext.Events{})
 }
 

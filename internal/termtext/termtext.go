@@ -56,6 +56,9 @@
 // LF and CR, is checked 32 bytes per step with word-wide bit arithmetic and
 // copied in bulk; only escape sequences, other controls and non-ASCII text
 // go through the per-code-point state machine.
+//
+// For terminal output, a [LineEnds] after the Cleaner turns the CRLF and
+// lone CR line endings into LF.
 package termtext
 
 import (
