@@ -148,7 +148,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 	start := time.Now()
 	sp, err := sc.reg.spawn(spec)
 	if err != nil && req.PTY {
-		warnings = append(warnings, fmt.Sprintf("Warning: PTY spawn failed (%v); retrying without PTY for `%s`.", err, req.Command))
+		warnings = append(warnings, fmt.Sprintf("Warning: PTY spawn failed (%v); retrying without PTY for `%s`.", err, middleTruncate(req.Command, 200)))
 		spec.pty, spec.stdinPipe = false, true
 		sp, err = sc.reg.spawn(spec)
 	}
@@ -232,8 +232,13 @@ func (sc *Scope) run(ctx context.Context, s *session.Session, yield time.Duratio
 // the output so far (details.tail without its trailing line ends), so the
 // agent sees how the command started without a first poll.
 func runningResult(s *session.Session, warnings []string) *Result {
+	return backgroundResult(s, warnings, fmt.Sprintf("Command still running (session %s, pid %d). Use process (list/poll/log/write/kill/clear/remove) for follow-up.", s.ID(), s.Pid()))
+}
+
+// backgroundResult is a running result with the given first line, then the
+// output so far.
+func backgroundResult(s *session.Session, warnings []string, text string) *Result {
 	sn := s.Snapshot(tailChars)
-	text := fmt.Sprintf("Command still running (session %s, pid %d). Use process (list/poll/log/write/kill/clear/remove) for follow-up.", s.ID(), s.Pid())
 	if tail := strings.TrimRight(sn.Tail, "\r\n"); tail != "" {
 		text += "\n\nOutput so far:\n" + tail
 	}
@@ -255,10 +260,7 @@ func leftBehindResult(s *session.Session, warnings []string) *Result {
 	if code != nil {
 		how = fmt.Sprintf("exited with code %d", *code)
 	}
-	text := fmt.Sprintf("The shell %s; %s, kept as session %s. Use process (list/poll/log/write/kill/clear/remove) for follow-up.", how, leftoverList(rest, false), s.ID())
-	r := runningResult(s, warnings)
-	r.Content[0].Text = withWarnings(warnings, text)
-	return r
+	return backgroundResult(s, warnings, fmt.Sprintf("The shell %s; %s, kept as session %s. Use process (list/poll/log/write/kill/clear/remove) for follow-up.", how, leftoverList(rest, false), s.ID()))
 }
 
 // leftoverList says which processes are (or, past, were) still running:
