@@ -22,20 +22,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Containment says how sessions are contained (see [Config.Containment]).
-type Containment int
-
-const (
-	// ContainmentAuto runs each session in its own cgroup v2 child cgroup when
-	// this process may create one and a probe child cloned into one runs,
-	// and falls back to the process group otherwise.
-	ContainmentAuto Containment = iota
-	// ContainmentOff uses the process group only.
-	ContainmentOff
-	// ContainmentRequired refuses to start (NewRegistry fails) without cgroups.
-	ContainmentRequired
-)
-
 // cgroupRoot is the registry's own cgroup directory; every session gets a
 // child directory below it. Killing through cgroup.kill reaches processes
 // that left the process group (setsid, setpgid, double forks).

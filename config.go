@@ -331,3 +331,17 @@ func defaultShell(getenv func(string) string) string {
 	}
 	return sh
 }
+
+// Containment says how sessions are contained (see [Config.Containment]).
+type Containment int
+
+const (
+	// ContainmentAuto runs each session in its own cgroup v2 child cgroup when
+	// this process may create one and a probe child cloned into one runs,
+	// and falls back to the process group otherwise.
+	ContainmentAuto Containment = iota
+	// ContainmentOff uses the process group only.
+	ContainmentOff
+	// ContainmentRequired refuses to start (NewRegistry fails) without cgroups.
+	ContainmentRequired
+)

@@ -258,6 +258,11 @@
 //
 // # Platform
 //
-// bgexec runs on Linux: it relies on pidfds (kernel 5.3+; older kernels
-// fall back to a blocking waitid per session) and process groups.
+// Sessions run on Linux: they are waited for on pidfds (kernel 5.3+;
+// older kernels fall back to a blocking waitid per session), contained by
+// process groups and, where available, cgroup v2. The package builds and
+// vets on other systems (macOS among them), so code that embeds it
+// compiles on a developer's machine, but there [NewRegistry] returns an
+// error wrapping [errors.ErrUnsupported]: containment is off because the
+// engine is, not silently weaker.
 package bgexec

@@ -383,8 +383,7 @@ func (sc *Scope) kill(ctx context.Context, s *session.Session, _ *ProcessRequest
 	// kill; remember the session's descendants to say so.
 	var before []procRef
 	var listErr error
-	_, real := s.Process().(*osChild)
-	if real && sc.reg.cgroups == nil {
+	if isOSProcess(s.Process()) && sc.reg.cgroups == nil {
 		before, listErr = descendants(s.Pid())
 	}
 	if !s.Kill() {

@@ -5,8 +5,6 @@ import (
 	"os"
 	"sync"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 const (
@@ -57,7 +55,7 @@ func pumpFile(f *os.File, pool *ChunkPool, sink func([]byte)) {
 				// this full) and for an unprivileged user over the pipe
 				// quota (fs.pipe-user-pages-soft).
 				grown = true
-				_, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, BusyPipe)
+				growPipe(fd)
 			}
 			if n > 0 {
 				sink((*bp)[:n])
