@@ -11,7 +11,7 @@ import (
 	"github.com/bgexec/bgexec/internal/envpolicy"
 )
 
-// ElevationPolicy gates elevated:true (SPEC §9). Both gates must pass.
+// ElevationPolicy gates elevated:true: both gates must pass.
 // The zero value refuses elevation.
 type ElevationPolicy struct {
 	// Enabled turns elevated mode on for this runtime (tools.elevated.enabled).

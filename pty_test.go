@@ -117,7 +117,7 @@ func TestPTYSendKeys(t *testing.T) {
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
 
-	t.Run("the SPEC worked example arrives byte for byte", func(t *testing.T) {
+	t.Run("the contract's worked example arrives byte for byte", func(t *testing.T) {
 		id := startRawHexDump(t, sc, 16)
 		res := mustProcess(t, sc, &ProcessRequest{
 			Action: "send-keys", SessionID: id,

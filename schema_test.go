@@ -127,7 +127,7 @@ func TestToolDefinitions(t *testing.T) {
 }
 
 func TestSchemaAcceptsSpecExamples(t *testing.T) {
-	// The tool-call examples of SPEC §1, verbatim, with "<id>" as given.
+	// The tool-call examples of the user's tool description, verbatim, with "<id>" as given.
 	examples := []string{
 		`{"tool":"exec","command":"sleep 5 && echo done","yieldMs":1000}`,
 		`{"tool":"process","action":"poll","sessionId":"<id>"}`,

@@ -183,7 +183,7 @@ type namedKey struct {
 	ctrlSeq  string
 }
 
-// namedKeys maps lower-case key names to keys (spec §7 table).
+// namedKeys maps lower-case key names to keys.
 var namedKeys = func() map[string]namedKey {
 	const esc = "\x1b"
 	table := []struct {

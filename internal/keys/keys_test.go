@@ -40,7 +40,7 @@ type keyCase struct {
 const esc = "\x1b"
 
 var keyCases = []keyCase{
-	// Spec §7 table, every alias.
+	// The key table, every alias.
 	{name: "Enter sends CR", tok: "Enter", normal: "\r"},
 	{name: "Return is an alias of Enter", tok: "Return", normal: "\r"},
 	{name: "Tab sends HT", tok: "Tab", normal: "\t"},
