@@ -108,9 +108,6 @@ func floorLineArg(f float64) int {
 	return int(clamp(math.Floor(f), -maxLineArg, maxLineArg))
 }
 
-// errStdinClosed reports input to a session whose stdin is closed or absent.
-var errStdinClosed = errors.New("stdin is not writable")
-
 // Process runs one process action (the process tool). A Go error means the
 // call could not be made (nil request, registry closed, ctx ended before
 // it started); tool-level failures are Results with status "failed". Poll
