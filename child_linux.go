@@ -287,9 +287,12 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 
 // members lists the session's live processes other than the leader: its
 // cgroup's members, else its process group's (processes that left the
-// group without a cgroup are not seen).
+// group without a cgroup are not seen). An empty cgroup costs one read.
 func (c *osChild) members() ([]int, error) {
 	if c.cg != nil {
+		if pop, err := c.cg.populated(); err == nil && !pop {
+			return nil, nil // the zombie leader is no live member
+		}
 		pids, err := c.cg.procs()
 		if err != nil {
 			return nil, err
@@ -299,8 +302,15 @@ func (c *osChild) members() ([]int, error) {
 	return groupMembers(c.leader)
 }
 
-// Lingering lists what the exited shell left running.
-func (c *osChild) Lingering() []session.Lingering {
+// Lingering lists what the exited shell left running. Without a cgroup
+// finding the group's members means reading all of /proc, so it looks
+// only when something still holds the session's output open: the
+// `server &` idiom is found, a job that redirected all its output away is
+// not (it is killed with the group, as before).
+func (c *osChild) Lingering(outputHeld bool) []session.Lingering {
+	if c.cg == nil && !outputHeld {
+		return nil
+	}
 	pids, err := c.members()
 	if err != nil {
 		return nil // cannot tell: the session ends, and release reports it

@@ -34,8 +34,11 @@
 // once with the shell's exit code and a line naming them, and the session
 // stays running and backgrounded until the last of them ends; its end is
 // reported like any other, with the shell's exit code. What counts is the
-// session's cgroup, or its process group without cgroups (a process that
-// calls setsid then escapes, as for kill). The shell is not reaped
+// session's cgroup (one read of cgroup.events when nothing is left), or,
+// without cgroups, its process group, looked for only while something
+// still holds the session's output open, since that look reads all of
+// /proc: there a job that redirected all its output away is killed with
+// the shell, as is one that called setsid. The shell is not reaped
 // meanwhile, so its process group id stays reserved and kill, timeout and
 // Close still reach the whole group. When background execution is disabled,
 // nothing could reach such processes, so they end with the shell and the

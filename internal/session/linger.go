@@ -1,6 +1,11 @@
 package session
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // Lingerer is an optional interface of a Process whose shell can exit
 // while processes it started still run (`server &`, `nohup x &`, a
@@ -8,8 +13,10 @@ import "syscall"
 // last of them ends, instead of being killed with the shell.
 type Lingerer interface {
 	// Lingering lists the session's live processes other than the exited
-	// leader: its cgroup's members, or its process group's.
-	Lingering() []Lingering
+	// leader: its cgroup's members, or its process group's. outputHeld
+	// says whether something still holds the session's output open; a
+	// Process that cannot look cheaply may skip the look when it does not.
+	Lingering(outputHeld bool) []Lingering
 	// AwaitLingering blocks until none of them is left. The leader is not
 	// reaped meanwhile, so its process group id stays reserved and a kill
 	// of the group still reaches them.
@@ -54,7 +61,7 @@ func (s *Session) awaitLeftovers() {
 	if asked {
 		return // a kill or timeout ends them all
 	}
-	rest := l.Lingering()
+	rest := l.Lingering(s.outputHeld())
 	if len(rest) == 0 {
 		return
 	}
@@ -74,4 +81,31 @@ func (s *Session) awaitLeftovers() {
 	if keep {
 		l.AwaitLingering()
 	}
+}
+
+// outputHeld reports, without waiting, whether some process still holds a
+// write end of the session's output: a read end whose writers are all
+// gone polls as hung up, whatever data is still in it.
+func (s *Session) outputHeld() bool {
+	for _, r := range s.opts.Outputs {
+		f, ok := r.(*os.File)
+		if !ok {
+			return true // a fake: assume so
+		}
+		rc, err := f.SyscallConn()
+		if err != nil {
+			return true
+		}
+		held := true
+		_ = rc.Control(func(fd uintptr) {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			if n, err := unix.Poll(fds, 0); err == nil && n > 0 && fds[0].Revents&unix.POLLHUP != 0 {
+				held = false
+			}
+		})
+		if held {
+			return true
+		}
+	}
+	return false
 }
