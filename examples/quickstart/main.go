@@ -66,14 +66,15 @@ func main() {
 	step("8. kill ends the server's whole process group")
 	show(agent.Process(ctx, &bgexec.ProcessRequest{Action: "kill", SessionID: server}))
 
-	step("9. the runtime is woken and drains exit events for the agent's next turn")
-	// The build's exit was reported by wait, so it raises no event; the
-	// killed server's does.
+	step("9. a job nobody waits for wakes the agent when it ends")
+	// The build's exit was reported by wait, and the server's by the kill's
+	// own result, so neither raises an event. A job left to run does.
+	show(agent.Exec(ctx, &bgexec.ExecRequest{Command: "sleep 0.5; echo tests passed", Background: true}))
 	select {
 	case hb := <-queue.Heartbeats():
 		fmt.Printf("heartbeat for %s: %s\n", hb.ScopeKey, hb.Reason)
-	case <-time.After(5 * time.Second):
-		fmt.Println("no heartbeat within 5s")
+	case <-time.After(10 * time.Second):
+		fmt.Println("no heartbeat within 10s")
 	}
 	for _, ev := range queue.Drain("agent:main:main") {
 		fmt.Println("event:", ev)
