@@ -21,6 +21,7 @@ import (
 )
 
 func TestKillWarnsAboutEscapersWithoutCgroups(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{Containment: ContainmentOff, KillGrace: 500 * time.Millisecond})
 	sc := reg.Scope("a")
 	id := startBackground(t, sc, &ExecRequest{Command: "setsid sleep 300 & echo escaper $!; " + helper("hang")})
@@ -35,6 +36,7 @@ func TestKillWarnsAboutEscapersWithoutCgroups(t *testing.T) {
 }
 
 func TestCgroupContainment(t *testing.T) {
+	t.Parallel()
 	if _, err := findCgroup2Dir(); err != nil {
 		t.Skip("no cgroup v2 here:", err)
 	}
@@ -79,6 +81,7 @@ func spareCgroups(r *cgroupRoot) []string {
 }
 
 func TestSessionCgroupsAreReused(t *testing.T) {
+	t.Parallel()
 	if _, err := findCgroup2Dir(); err != nil {
 		t.Skip("no cgroup v2 here:", err)
 	}
@@ -125,6 +128,7 @@ func TestSessionCgroupsAreReused(t *testing.T) {
 // A cgroup that was killed is never reused: on some kernels a child cloned
 // into it is SIGKILLed at birth.
 func TestKilledCgroupsAreNotReused(t *testing.T) {
+	t.Parallel()
 	if _, err := findCgroup2Dir(); err != nil {
 		t.Skip("no cgroup v2 here:", err)
 	}
@@ -150,6 +154,7 @@ func TestKilledCgroupsAreNotReused(t *testing.T) {
 // host's own cgroup has been killed before. bgexec must notice at
 // NewRegistry and fall back to process groups, not fail every exec.
 func TestContainmentWorksInAKilledCgroup(t *testing.T) {
+	t.Parallel()
 	base, err := findCgroup2Dir()
 	if err != nil {
 		t.Skip("no cgroup v2 here:", err)
@@ -319,6 +324,7 @@ func helperExhaustedKill(rest []string) int {
 // cgroup or /proc. It must not report an end it could not see, and a
 // cgroup it could not see empty must never be handed to the next session.
 func TestKillFailsClosedWithoutDescriptors(t *testing.T) {
+	t.Parallel()
 	haveCgroups := cgroupsAvailable(t)
 	for _, mode := range []string{"required", "off"} {
 		t.Run("containment "+mode, func(t *testing.T) {
@@ -356,6 +362,7 @@ func TestKillFailsClosedWithoutDescriptors(t *testing.T) {
 // read counts as populated, and what could not be seen empty is neither
 // reported as ended nor reused. Regular files stand in for cgroup files.
 func TestCgroupFilesFailClosed(t *testing.T) {
+	t.Parallel()
 	// fakeCgroup makes a directory holding the given files.
 	fakeCgroup := func(t *testing.T, files map[string]string) string {
 		dir := t.TempDir()
@@ -448,6 +455,7 @@ func dirtyCgroups(r *cgroupRoot) []string {
 // Only ESRCH means a process group is gone; a cgroup kill that failed is
 // kept for release to report.
 func TestProcessGroupChecksFailClosed(t *testing.T) {
+	t.Parallel()
 	// Above the largest pid_max (2^22): no such group can exist.
 	const noGroup = 1<<22 + 1
 	t.Run("a group that does not exist is gone", func(t *testing.T) {

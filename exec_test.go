@@ -15,6 +15,7 @@ import (
 )
 
 func TestExecForeground(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("agent:main:main")
 
@@ -148,6 +149,7 @@ func TestExecBadInput(t *testing.T) {
 }
 
 func TestExecBackground(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 
@@ -212,6 +214,7 @@ func TestExecBackground(t *testing.T) {
 }
 
 func TestExecBackgroundDisabled(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{BackgroundDisabled: true})
 	sc := reg.Scope("a")
 	res := mustExec(t, sc, &ExecRequest{Command: "sleep 0.3; echo done", YieldMs: ptr(10.0), Background: true})
@@ -223,6 +226,7 @@ func TestExecBackgroundDisabled(t *testing.T) {
 }
 
 func TestExecTimeout(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
 
@@ -287,6 +291,7 @@ func TestExecEnvironment(t *testing.T) {
 }
 
 func TestExecWorkdir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	reg := newTestRegistry(t, Config{Workdir: dir})
 	sc := reg.Scope("a")
@@ -316,6 +321,7 @@ func TestExecWorkdir(t *testing.T) {
 }
 
 func TestExecStdin(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 

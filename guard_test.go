@@ -55,6 +55,29 @@ func untouched(t *testing.T, pid int) bool {
 	return true
 }
 
+// awaitIgnored waits, with a deadline, until pid ignores sig. The
+// watchdog's first command makes it ignore SIGTERM: from then on its shell
+// runs the script, and the loader has closed what it opened.
+func awaitIgnored(t *testing.T, pid int, sig syscall.Signal) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+				mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				require.NoError(t, err, line)
+				if mask&(1<<(sig-1)) != 0 {
+					return
+				}
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "process %d does not ignore %v", pid, sig)
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // spareUID returns a uid no process on this machine runs as.
 func spareUID(t *testing.T) uint32 {
 	t.Helper()
@@ -109,6 +132,8 @@ func TestWatchdogTakesNoOrdersFromSessions(t *testing.T) {
 	require.NotZero(t, wd)
 
 	t.Run("its environment, argv, directory and descriptors are its own", func(t *testing.T) {
+		// Until its shell runs, the dynamic loader may hold a file open.
+		awaitIgnored(t, wd, syscall.SIGTERM)
 		ents, err := os.ReadDir("/proc/" + strconv.Itoa(wd) + "/fd")
 		require.NoError(t, err)
 		var fds []string

@@ -31,6 +31,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(runHelper(os.Args[1:]))
 	}
+	// A race-enabled binary sleeps a second before it exits 0, to let
+	// other threads report; the helpers have nothing to report, and the
+	// sleep made every helper run cost a second.
+	if err := os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")); err != nil {
+		fmt.Fprintln(os.Stderr, "GORACE:", err)
+		os.Exit(2)
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -74,20 +81,6 @@ func runHelper(args []string) int {
 		}
 		fmt.Println("grandchild", c.Process.Pid)
 		select {}
-	case "print-bytes":
-		n, _ := strconv.Atoi(rest[0])
-		line := []byte(strings.Repeat("x", 99) + "\n")
-		w := bufio.NewWriterSize(os.Stdout, 64<<10)
-		for n > 0 {
-			k := min(n, len(line))
-			if k < len(line) {
-				_, _ = w.Write(line[len(line)-k:])
-			} else {
-				_, _ = w.Write(line)
-			}
-			n -= k
-		}
-		_ = w.Flush()
 	case "lines":
 		n, _ := strconv.Atoi(rest[0])
 		w := bufio.NewWriter(os.Stdout)
@@ -112,9 +105,6 @@ func runHelper(args []string) int {
 			v, ok := os.LookupEnv(k)
 			fmt.Printf("%s=%q %v\n", k, v, ok)
 		}
-	case "pwd":
-		wd, _ := os.Getwd()
-		fmt.Println(wd)
 	case "killed-cgroup-host":
 		return killedCgroupHost(rest[0])
 	case "pieces":
@@ -139,18 +129,6 @@ func runHelper(args []string) int {
 			}
 			_ = c.Close()
 		}
-	case "fds":
-		// Lists the open descriptors other than 0, 1, 2.
-		ents, _ := os.ReadDir("/proc/self/fd")
-		var extra []string
-		for _, e := range ents {
-			if n, _ := strconv.Atoi(e.Name()); n > 2 {
-				if t, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && !strings.Contains(t, "/proc/") {
-					extra = append(extra, e.Name()+"->"+t)
-				}
-			}
-		}
-		fmt.Println("extra fds:", len(extra), strings.Join(extra, " "))
 	case "print-block":
 		// Writes N bytes of 100-byte text lines from a precomputed 1 MiB
 		// block, so the child costs little next to its reader (benchmarks).
@@ -167,11 +145,6 @@ func runHelper(args []string) int {
 			}
 			n -= int64(k)
 		}
-	case "exit-stamp":
-		// Prints CLOCK_MONOTONIC in ns, then exits at once (latency benchmarks).
-		var ts unix.Timespec
-		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-		fmt.Println(ts.Nano())
 	case "stamp-lines":
 		// For each line read on stdin, prints CLOCK_MONOTONIC in ns taken
 		// just before the write (latency benchmarks).

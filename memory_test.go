@@ -7,8 +7,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -87,7 +90,18 @@ func settledHeap() uint64 {
 	return collectedHeap()
 }
 
+// memoryCaseEnv names the one flood of TestBoundedMemory that a re-executed
+// test binary measures.
+const memoryCaseEnv = "BGEXEC_MEMORY_CASE"
+
+// TestBoundedMemory measures each flood in a test binary of its own: the
+// heap belongs to the whole process, so nothing else may run where it is
+// measured, while the other tests run beside it here.
 func TestBoundedMemory(t *testing.T) {
+	only := os.Getenv(memoryCaseEnv)
+	if only == "" {
+		t.Parallel()
+	}
 	volume := int64(256 << 20)
 	if os.Getenv("BGEXEC_HEAVY") == "1" {
 		volume = 2 << 30
@@ -98,14 +112,28 @@ func TestBoundedMemory(t *testing.T) {
 		// one pending buffer per stream.
 		caps = DefaultMaxOutputChars*4 + 2*DefaultPendingMaxOutputChars*4
 	)
-	for _, c := range []struct {
+	cases := []struct {
 		name, helper string
 		text         bool
 	}{
 		{"long lines with invalid UTF-8", "flood-text", true},
 		{"control characters and escape sequences only", "flood-controls", false},
-	} {
+	}
+	isolated := map[string]*isolatedRun{}
+	if only == "" {
+		for _, c := range cases {
+			isolated[c.helper] = startIsolated(t, memoryCaseEnv+"="+c.helper)
+		}
+	}
+	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s: %d MiB keep the heap within the caps", c.name, volume>>20), func(t *testing.T) {
+			if only == "" {
+				isolated[c.helper].report(t)
+				return
+			}
+			if c.helper != only {
+				t.Skip("measured by another process")
+			}
 			reg := newTestRegistry(t, Config{})
 			sc := reg.Scope("mem")
 			base := settledHeap()
@@ -174,4 +202,51 @@ func TestBoundedMemory(t *testing.T) {
 			assert.LessOrEqual(t, cleared, int64(slack), "heap growth once the session is cleared")
 		})
 	}
+}
+
+// isolatedRun is a test run again, alone, in a test binary of its own.
+type isolatedRun struct {
+	done chan struct{}
+	out  []byte
+	err  error
+}
+
+// startIsolated re-executes the test binary to run t's test alone, with env
+// added to its environment, and returns at once. The run ends by the test
+// binary's deadline, and is killed at the end of t if it is still going.
+func startIsolated(t *testing.T, env string) *isolatedRun {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Minute)
+	if d, ok := t.Deadline(); ok {
+		deadline = d.Add(-30 * time.Second) // leave time to report
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	args := []string{"-test.run=^" + regexp.QuoteMeta(t.Name()) + "$", "-test.count=1", "-test.v",
+		"-test.timeout=" + time.Until(deadline).Round(time.Second).String()}
+	if testing.Short() {
+		args = append(args, "-test.short")
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), env)
+	cmd.WaitDelay = 10 * time.Second
+	r := &isolatedRun{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.out, r.err = cmd.CombinedOutput()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+// report waits for the run, which its deadline bounds, and passes on its
+// output and verdict. Each line of the output is marked, so that its
+// "--- PASS" lines are not taken for this binary's own results.
+func (r *isolatedRun) report(t *testing.T) {
+	t.Helper()
+	<-r.done
+	t.Logf("the isolated run:\n| %s", strings.ReplaceAll(strings.TrimSpace(string(r.out)), "\n", "\n| "))
+	require.NoError(t, r.err, "the isolated run failed")
 }

@@ -3,7 +3,6 @@ package bgexec
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,9 +19,12 @@ type recorder struct {
 	events []string
 	beats  []string
 	got    chan struct{} // one send per SystemEvent
+	beat   chan struct{} // one send per Heartbeat
 }
 
-func newRecorder() *recorder { return &recorder{got: make(chan struct{}, 1000)} }
+func newRecorder() *recorder {
+	return &recorder{got: make(chan struct{}, 1000), beat: make(chan struct{}, 1000)}
+}
 
 func (r *recorder) SystemEvent(scope, text string) {
 	r.mu.Lock()
@@ -35,6 +37,7 @@ func (r *recorder) Heartbeat(scope, reason string) {
 	r.mu.Lock()
 	r.beats = append(r.beats, scope+"|"+reason)
 	r.mu.Unlock()
+	r.beat <- struct{}{}
 }
 
 func (r *recorder) snapshot() ([]string, []string) {
@@ -51,6 +54,7 @@ func settle(t *testing.T, reg *Registry) {
 }
 
 func TestExitNotifications(t *testing.T) {
+	t.Parallel()
 	type scenario struct {
 		name  string
 		cfg   Config
@@ -68,19 +72,29 @@ func TestExitNotifications(t *testing.T) {
 			awaitDone(t, reg, start(t, sc, &ExecRequest{Command: "echo   built   ok; exit 2"}))
 		}, want: []string{"Exec completed (%s, code 2) :: built ok"}, beats: 1},
 		{name: "an exit during a waiting poll is reported by the poll only", run: func(t *testing.T, reg *Registry, sc *Scope) {
-			id := start(t, sc, &ExecRequest{Command: "read line; echo bye", Stdin: "pipe"})
+			// No output before the exit: the poll would return with it, and
+			// an exit just after would be an event.
+			id := start(t, sc, &ExecRequest{Command: "read line; exit 3", Stdin: "pipe"})
 			done := make(chan *Result, 1)
 			go func() {
 				res, _ := sc.Process(context.Background(), &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(20000))})
 				done <- res
 			}()
 			s := sessionOf(reg, id)
+			deadline := time.Now().Add(20 * time.Second)
 			for s.Waiting() == 0 { // the poll is waiting before the child may end
-				runtime.Gosched()
+				require.True(t, time.Now().Before(deadline), "the poll never waited")
+				time.Sleep(time.Millisecond)
 			}
 			mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "\n"})
-			res := <-done
+			var res *Result
+			select {
+			case res = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the waiting poll did not return")
+			}
 			for !strings.Contains(res.Text(), "Process exited") {
+				require.True(t, time.Now().Before(deadline.Add(20*time.Second)), "no poll reported the exit: %s", res.Text())
 				res = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(20000))})
 			}
 		}},
@@ -142,6 +156,15 @@ func TestExitNotifications(t *testing.T) {
 					t.Fatal("no event")
 				}
 			}
+			// A closing registry wakes nobody: the heartbeat that follows
+			// the event must be in before Close.
+			for range sc.beats {
+				select {
+				case <-rec.beat:
+				case <-time.After(20 * time.Second):
+					t.Fatal("no heartbeat")
+				}
+			}
 			settle(t, reg)
 			if q != nil {
 				assert.Empty(t, q.Drain("agent:x"))
@@ -162,6 +185,7 @@ func TestExitNotifications(t *testing.T) {
 }
 
 func TestExitSnippet(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "a b c", exitSnippet("  a \n\t b   c \n"))
 	long := strings.Repeat("x", 500)
 	s := exitSnippet(long)
@@ -184,6 +208,7 @@ func (b *blocker) SystemEvent(string, string) {
 func (b *blocker) Heartbeat(string, string) {}
 
 func TestSlowNotifierDoesNotStallCapture(t *testing.T) {
+	t.Parallel()
 	b := &blocker{entered: make(chan struct{}, 10), release: make(chan struct{})}
 	reg := newTestRegistry(t, Config{Notifier: b})
 	sc := reg.Scope("a")
@@ -205,6 +230,7 @@ func TestSlowNotifierDoesNotStallCapture(t *testing.T) {
 }
 
 func TestQueue(t *testing.T) {
+	t.Parallel()
 	q := NewQueue()
 	for i := range 25 {
 		q.SystemEvent("s", fmt.Sprintf("e%d", i))
@@ -240,7 +266,6 @@ func TestQueue(t *testing.T) {
 		}
 		assert.Equal(t, []string{"Exec completed (" + id + ", code 4) :: done"}, q.Drain("agent:q"))
 		assert.Empty(t, q.Drain("agent:main"))
-		_ = context.Background()
 	})
 }
 
@@ -259,6 +284,7 @@ func (n *stuckNotifier) SystemEvent(string, string) {
 func (n *stuckNotifier) Heartbeat(string, string) { n.heartbeats.Add(1) }
 
 func TestCloseHonoursContextWhileNotifierBlocks(t *testing.T) {
+	t.Parallel()
 	n := &stuckNotifier{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	reg := newTestRegistry(t, Config{Notifier: n})
 	var once sync.Once
@@ -298,6 +324,7 @@ func TestCloseHonoursContextWhileNotifierBlocks(t *testing.T) {
 // With nothing in flight, Close waits for the notification goroutine even
 // when its context has ended already.
 func TestCloseWithEndedContextWaitsForIdleNotifier(t *testing.T) {
+	t.Parallel()
 	reg, err := NewRegistry(Config{Notifier: NewQueue()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -370,6 +397,7 @@ func TestCloseHonoursContextWhileApproverBlocks(t *testing.T) {
 // wake. Before the exit report had one owner, the retraction was queued
 // behind the poll and the drain still saw the event in 4 of 5 runs.
 func TestAPollThatReportsAnExitRetractsItsEventBeforeItReturns(t *testing.T) {
+	t.Parallel()
 	q := NewQueue()
 	reg := newTestRegistry(t, Config{Notifier: q})
 	sc := reg.Scope("agent:r")
@@ -391,13 +419,16 @@ func TestAPollThatReportsAnExitRetractsItsEventBeforeItReturns(t *testing.T) {
 // channels (poll texts and queued events) every exit is told once, and the
 // queue never holds an event for an exit a poll reported.
 func TestAnExitIsReportedOnceWhatever(t *testing.T) {
+	t.Parallel()
 	q := NewQueue()
 	reg := newTestRegistry(t, Config{Notifier: q})
 	sc := reg.Scope("agent:once")
 	for i := range 60 {
 		id := startBackground(t, sc, &ExecRequest{Command: "echo r" + itoa(i)})
 		polled := false
+		deadline := time.Now().Add(20 * time.Second)
 		for !polled {
+			require.True(t, time.Now().Before(deadline), "round %d: no poll reported the exit", i)
 			res := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(i % 3))})
 			polled = strings.Contains(res.Text(), "Process exited")
 		}

@@ -98,6 +98,7 @@ func TestApprovalsAndElevation(t *testing.T) {
 }
 
 func TestOutputCapsWithRealProcesses(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{MaxOutputChars: 1000, PendingMaxOutputChars: 1000})
 	sc := reg.Scope("a")
 

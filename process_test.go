@@ -13,6 +13,7 @@ import (
 )
 
 func TestProcessFailures(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	cases := []struct {
@@ -61,6 +62,7 @@ func TestProcessFailures(t *testing.T) {
 }
 
 func TestProcessScopes(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	mine, other := reg.Scope("agent:main:main"), reg.Scope("agent:main:other")
 	id := startBackground(t, mine, &ExecRequest{Command: helper("hang")})
@@ -79,6 +81,7 @@ func TestProcessScopes(t *testing.T) {
 }
 
 func TestProcessListPollLog(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 
@@ -166,6 +169,7 @@ func TestProcessListPollLog(t *testing.T) {
 }
 
 func TestProcessKillClearRemove(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{KillGrace: 300 * time.Millisecond})
 	sc := reg.Scope("a")
 
@@ -287,6 +291,7 @@ func awaitDone(t *testing.T, reg *Registry, id string) {
 }
 
 func TestCloseAfterItsContextEndsKillsAtOnce(t *testing.T) {
+	t.Parallel()
 	reg, err := NewRegistry(Config{KillGrace: time.Hour})
 	require.NoError(t, err)
 	sc := reg.Scope("a")

@@ -114,6 +114,7 @@ func TestPTYTerminal(t *testing.T) {
 }
 
 func TestPTYSendKeys(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
 
@@ -144,6 +145,7 @@ func TestPTYSendKeys(t *testing.T) {
 }
 
 func TestPTYPaste(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
 
@@ -163,6 +165,7 @@ func TestPTYPaste(t *testing.T) {
 }
 
 func TestPTYCursorPositionQuery(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
 	for _, query := range []string{`\033[6n`, `\033[?6n`} {
@@ -181,6 +184,7 @@ func TestPTYCursorPositionQuery(t *testing.T) {
 }
 
 func TestPTYCursorKeyMode(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
 
@@ -220,6 +224,7 @@ func TestPTYCursorKeyMode(t *testing.T) {
 }
 
 func TestPTYWriteEOF(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
 
@@ -254,6 +259,7 @@ func TestPTYWriteEOF(t *testing.T) {
 }
 
 func TestPTYResize(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
 
@@ -295,6 +301,7 @@ func TestPTYResize(t *testing.T) {
 }
 
 func TestPTYInputFailures(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
 
@@ -349,6 +356,7 @@ func TestPTYInputFailures(t *testing.T) {
 }
 
 func TestPTYOutput(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 
@@ -403,6 +411,7 @@ func TestPTYReleasesEverything(t *testing.T) {
 }
 
 func TestPTYCursorQueryFlood(t *testing.T) {
+	t.Parallel()
 	// If ingest waited for the child to take each answer, this would
 	// deadlock: the reader blocked writing answers to a child blocked
 	// writing output to it, and Registry.Close would never return.
@@ -418,6 +427,7 @@ func TestPTYCursorQueryFlood(t *testing.T) {
 }
 
 func TestPTYCanonicalLineLimit(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
 

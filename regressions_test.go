@@ -18,6 +18,7 @@ import (
 )
 
 func TestCloseWhileExecCallsSpawn(t *testing.T) {
+	t.Parallel()
 	for round := range 50 {
 		reg, err := NewRegistry(Config{YieldMs: MaxYieldMs})
 		require.NoError(t, err)
@@ -48,7 +49,13 @@ func TestCloseWhileExecCallsSpawn(t *testing.T) {
 				}
 			}()
 		}
-		<-going
+		select {
+		case <-going:
+		case <-time.After(60 * time.Second):
+			_ = reg.Close(context.Background())
+			wg.Wait()
+			t.Fatalf("round %d: the workers did not get going", round)
+		}
 		require.NoError(t, reg.Close(context.Background())) // panicked: WaitGroup is reused before previous Wait has returned
 		wg.Wait()
 		if dir != "" {
@@ -59,6 +66,7 @@ func TestCloseWhileExecCallsSpawn(t *testing.T) {
 }
 
 func TestCloseGivesTheGracePeriod(t *testing.T) {
+	t.Parallel()
 	reg, err := NewRegistry(Config{YieldMs: MaxYieldMs, KillGrace: 2 * time.Second})
 	require.NoError(t, err)
 	sc := reg.Scope("a")
@@ -78,6 +86,7 @@ func TestCloseGivesTheGracePeriod(t *testing.T) {
 }
 
 func TestSessionIDsAreNotReissued(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	seen := map[string]int{}
@@ -95,6 +104,7 @@ func TestSessionIDsAreNotReissued(t *testing.T) {
 // exited by the time Exec marks them: background:true must still return
 // "running" and keep the session, never a foreground "completed" result.
 func TestBackgroundAlwaysReturnsRunning(t *testing.T) {
+	t.Parallel()
 	reg, err := NewRegistry(Config{JobTTLMs: 60000})
 	require.NoError(t, err)
 	defer reg.Close(context.Background())

@@ -73,6 +73,7 @@ func schemaProperties(t *testing.T, name string) map[string]map[string]any {
 }
 
 func TestToolDefinitions(t *testing.T) {
+	t.Parallel()
 	t.Run("lists exec then process with descriptions and object schemas", func(t *testing.T) {
 		defs := ToolDefinitions()
 		require.Len(t, defs, 2)
@@ -127,6 +128,7 @@ func TestToolDefinitions(t *testing.T) {
 }
 
 func TestSchemaAcceptsSpecExamples(t *testing.T) {
+	t.Parallel()
 	// The tool-call examples of the user's tool description, verbatim, with "<id>" as given.
 	examples := []string{
 		`{"tool":"exec","command":"sleep 5 && echo done","yieldMs":1000}`,
@@ -158,6 +160,7 @@ func TestSchemaAcceptsSpecExamples(t *testing.T) {
 }
 
 func TestSchemaAcceptsEveryFieldInRange(t *testing.T) {
+	t.Parallel()
 	valid := []struct{ tool, args string }{
 		{"exec", `{"command":"ls","workdir":"/tmp","env":{"FOO":"bar"},"yieldMs":0,"background":false,"timeout":1.5,"pty":true,"elevated":false,"host":"auto","security":"allowlist","ask":"on-miss","stdin":"pipe"}`},
 		{"exec", `{"command":"ls","timeout":-1}`},
@@ -193,6 +196,7 @@ func TestSchemaAcceptsEveryFieldInRange(t *testing.T) {
 }
 
 func TestSchemaRejectsInvalidCalls(t *testing.T) {
+	t.Parallel()
 	invalid := []struct {
 		name, tool, args string
 		field            string // the JSON pointer the failure must name
@@ -251,6 +255,7 @@ func TestSchemaRejectsInvalidCalls(t *testing.T) {
 }
 
 func TestSchemaFailureTexts(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ tool, args, want string }{
 		{"exec", `{"command":"ls","yieldMs":"1000"}`, `Invalid arguments for exec: /yieldMs: got string, want number.`},
 		{"exec", `{}`, `Invalid arguments for exec: /command: required but missing.`},
@@ -268,6 +273,7 @@ func TestSchemaFailureTexts(t *testing.T) {
 }
 
 func TestSchemaValidationLeavesOtherErrorsToTheDecoder(t *testing.T) {
+	t.Parallel()
 	t.Run("an unknown tool passes", func(t *testing.T) {
 		assert.Empty(t, validateToolArgs("shell", json.RawMessage(`{"command":"ls"}`)))
 	})
@@ -278,6 +284,7 @@ func TestSchemaValidationLeavesOtherErrorsToTheDecoder(t *testing.T) {
 }
 
 func TestSchemaValidationIsSafeForConcurrentUse(t *testing.T) {
+	t.Parallel()
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -295,6 +302,7 @@ func TestSchemaValidationIsSafeForConcurrentUse(t *testing.T) {
 // is a plain string (so an unknown action reaches the tool's own text) whose
 // description lists exactly the actions of the unknown-action text.
 func TestSchemaActionListMatchesTheProcessTool(t *testing.T) {
+	t.Parallel()
 	props := schemaProperties(t, ToolProcess)
 	assert.NotContains(t, props["action"], "enum", "no enum: the tool answers unknown actions")
 	desc, _ := props["action"]["description"].(string)
@@ -310,6 +318,7 @@ func TestSchemaActionListMatchesTheProcessTool(t *testing.T) {
 // TestSchemaMatchesRequestStructs checks that every JSON field of the request
 // structs is a schema property of the matching type, and vice versa.
 func TestSchemaMatchesRequestStructs(t *testing.T) {
+	t.Parallel()
 	schemaType := func(name string, rt reflect.Type) any {
 		if name == "offset" || name == "limit" {
 			// Whole numbers in Go; JSON takes any number and floors it.
@@ -374,6 +383,7 @@ func TestSchemaMatchesRequestStructs(t *testing.T) {
 }
 
 func TestSchemaRoundTripsRequestStructs(t *testing.T) {
+	t.Parallel()
 	execSch := compileForTest(t, ToolExec)
 	processSch := compileForTest(t, ToolProcess)
 

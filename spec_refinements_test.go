@@ -36,6 +36,7 @@ func mustCall(t *testing.T, sc *Scope, tool, args string) *Result {
 }
 
 func TestRefinementFailedExecAlwaysCarriesExitCode(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	cases := []struct {
@@ -87,6 +88,7 @@ func TestRefinementFailedExecAlwaysCarriesExitCode(t *testing.T) {
 }
 
 func TestRefinementAggregatedIsTheOutputPartOfTheText(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	cases := []struct {
@@ -182,6 +184,7 @@ func TestRefinementWorkdirFallbackOrder(t *testing.T) {
 }
 
 func TestRefinementNameDerivation(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	long := func(n int) string { return strings.Repeat("a", n/2) + strings.Repeat("b", n-n/2) }
@@ -221,6 +224,7 @@ func TestRefinementNameDerivation(t *testing.T) {
 }
 
 func TestRefinementListTextIsNewestFirstMixed(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	oldRunning := startBackground(t, sc, &ExecRequest{Command: helper("hang")})
@@ -247,6 +251,7 @@ func TestRefinementListTextIsNewestFirstMixed(t *testing.T) {
 }
 
 func TestRefinementRetryInMsStartsAt5000(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	id := startBackground(t, sc, &ExecRequest{Command: helper("cat"), Stdin: "pipe"})
@@ -273,6 +278,7 @@ func TestRefinementRetryInMsStartsAt5000(t *testing.T) {
 }
 
 func TestRefinementWriteWithEOFText(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	for _, c := range []struct {
@@ -321,6 +327,7 @@ func TestRefinementEveryChildGetsOpenclawCLI(t *testing.T) {
 }
 
 func TestRefinementEnvRejectionTexts(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{ExtraOverrideOnlyEnvKeys: []string{"A"}})
 	sc := reg.Scope("a")
 	marker := filepath.Join(t.TempDir(), "ran")
@@ -357,6 +364,7 @@ func TestRefinementEnvRejectionTexts(t *testing.T) {
 }
 
 func TestRefinementLogNeverRefusesNumbers(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	done := startBackground(t, sc, &ExecRequest{Command: helper("lines", "5")})
@@ -408,6 +416,7 @@ func TestRefinementLogNeverRefusesNumbers(t *testing.T) {
 }
 
 func TestRefinementClearOfAnUnknownSession(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	mine, other := reg.Scope("mine"), reg.Scope("other")
 	id := startBackground(t, mine, &ExecRequest{Command: helper("echo", "x")})
@@ -434,6 +443,7 @@ func TestRefinementClearOfAnUnknownSession(t *testing.T) {
 }
 
 func TestRefinementPasteRefusesOnlyAnEmptyPayload(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	const markers = "1b 5b 32 30 30 7e 1b 5b 32 30 31 7e" // ESC[200~ ESC[201~
@@ -475,6 +485,7 @@ func TestRefinementPasteRefusesOnlyAnEmptyPayload(t *testing.T) {
 }
 
 func TestRefinementUnknownActions(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	id := startBackground(t, sc, &ExecRequest{Command: helper("hang")})

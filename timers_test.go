@@ -79,6 +79,7 @@ func fakeRegistry(t *testing.T, cfg Config, configure func(*fakeChild)) (*Regist
 }
 
 func TestYieldWindowUnderFakeClock(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		reg, started := fakeRegistry(t, Config{}, nil)
 		defer reg.Close(context.Background())
@@ -114,6 +115,7 @@ func TestYieldWindowUnderFakeClock(t *testing.T) {
 }
 
 func TestTimeoutAndGraceUnderFakeClock(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		reg, started := fakeRegistry(t, Config{KillGrace: 3 * time.Second}, func(f *fakeChild) { f.ignoreTerm = true })
 		defer reg.Close(context.Background())
@@ -140,6 +142,7 @@ func TestTimeoutAndGraceUnderFakeClock(t *testing.T) {
 }
 
 func TestTTLReapingUnderFakeClock(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		reg, started := fakeRegistry(t, Config{JobTTLMs: 60000}, nil)
 		defer reg.Close(context.Background())

@@ -10,6 +10,7 @@ import (
 )
 
 func TestDeriveName(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"echo hello":                     "echo hello",
 		"npm run build":                  "npm run",
@@ -32,6 +33,7 @@ func TestDeriveName(t *testing.T) {
 }
 
 func TestCompactDuration(t *testing.T) {
+	t.Parallel()
 	cases := map[time.Duration]string{
 		850 * time.Millisecond:                "850ms",
 		45 * time.Second:                      "45s",
@@ -48,6 +50,7 @@ func TestCompactDuration(t *testing.T) {
 }
 
 func TestConfigClamps(t *testing.T) {
+	t.Parallel()
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	cases := []struct {
 		name string
@@ -109,6 +112,7 @@ func TestConfigClamps(t *testing.T) {
 }
 
 func TestSlugIDs(t *testing.T) {
+	t.Parallel()
 	taken := map[string]bool{}
 	for range 3000 {
 		id := newSlug(func(s string) bool { return taken[s] })

@@ -10,6 +10,7 @@ import (
 )
 
 func TestWait(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 
