@@ -1,3 +1,5 @@
+//go:build linux
+
 package bgexec
 
 // Processes that leave the process group (setsid, setpgid, a double fork):

@@ -1,3 +1,5 @@
+//go:build linux
+
 package bgexec
 
 // Helpers shared by the reliability tests (leak_test.go, escape_test.go,

@@ -1,3 +1,5 @@
+//go:build linux
+
 package bgexec
 
 // Leaks over a thousand sessions: no goroutine, descriptor, process or

@@ -1,3 +1,5 @@
+//go:build linux
+
 package bgexec
 
 // Memory under floods of output: the heap stays within the caps whatever

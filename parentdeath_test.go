@@ -1,3 +1,5 @@
+//go:build linux
+
 package bgexec
 
 // The host dies: a SIGKILLed host takes its sessions, their grandchildren

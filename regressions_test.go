@@ -1,3 +1,5 @@
+//go:build linux
+
 package bgexec
 
 // Regression tests: each failed (or panicked) before the fix it names.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package bgexec
 
 // Tests of the second-round refinements that follow the reference exactly:

@@ -1,3 +1,5 @@
+//go:build linux
+
 package bgexec
 
 // Concurrent use: random calls from many workers, and Close while they
