@@ -325,7 +325,7 @@ func (c *osChild) Lingering(outputHeld bool) []session.Lingering {
 // AwaitLingering waits, one pidfd at a time and in the runtime poller,
 // until no member is left; it looks again after each exit, so processes
 // started meanwhile are waited for too. A kill of the session ends them,
-// and so this wait.
+// and so this wait; so does any failure to look or to wait.
 func (c *osChild) AwaitLingering() {
 	for {
 		pids, err := c.members()
@@ -333,8 +333,14 @@ func (c *osChild) AwaitLingering() {
 			return
 		}
 		fd, err := unix.PidfdOpen(pids[0], unix.PIDFD_NONBLOCK)
-		if err != nil {
+		switch {
+		case errors.Is(err, unix.ESRCH):
 			continue // it is gone already: look again
+		case err != nil:
+			// It cannot be waited for (no descriptors left): stop keeping
+			// the leftovers. The session ends and kills its group, and
+			// Release reports what could not be confirmed.
+			return
 		}
 		f := os.NewFile(uintptr(fd), "pidfd")
 		_ = awaitPidfd(f) // an error means poll failed: looking again tells
