@@ -156,6 +156,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		sc.reg.spawnDone()
 		return spawnFailure(warnings, err, cwd, start), nil
 	}
+	background := req.Background && !synchronous
 	s := sc.reg.add(session.Options{
 		Scope:              sc.key,
 		Command:            req.Command,
@@ -169,7 +170,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		DrainTimeout:       st.drainTimeout,
 		MaxChars:           st.maxChars,
 		PendingChars:       st.pendingChars,
-		Background:         req.Background && !synchronous,
+		Background:         background,
 		NotifyOnExit:       st.notifyOnExit && st.notifier != nil,
 		NotifyEmptySuccess: st.notifyEmpty,
 		// Without the process tool nothing could reach what the shell
@@ -179,19 +180,19 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		Outputs:       sp.outputs,
 		Stdin:         sp.stdin,
 	})
-	return sc.run(ctx, s, yield, synchronous, warnings)
+	return sc.run(ctx, s, background, yield, synchronous, warnings)
 }
 
 // run starts s and applies the yield state machine: an explicit background
 // run returns at once, a synchronous one waits for the end, any other
 // waits for the end or the yield window, whichever is first.
-func (sc *Scope) run(ctx context.Context, s *session.Session, yield time.Duration, synchronous bool, warnings []string) (*Result, error) {
+func (sc *Scope) run(ctx context.Context, s *session.Session, background bool, yield time.Duration, synchronous bool, warnings []string) (*Result, error) {
 	s.Start()
 	sc.reg.spawnDone()
 	// An explicit background run was backgrounded before it started, so no
 	// exit, however early, makes it a foreground run: it always returns
 	// "running", and its end is reported like any other.
-	if s.Snapshot(0).Backgrounded {
+	if background {
 		return runningResult(s, warnings), nil
 	}
 	var yieldC <-chan time.Time

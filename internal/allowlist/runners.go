@@ -143,26 +143,21 @@ func (w *walker) runner(name string, words []*syntax.Word) (string, int) {
 	return "", 0
 }
 
+// The short options of the wrappers: those that take a value, and those
+// that do not. Any other option makes the wrapped command unreadable.
+var (
+	wrapperValueOpts = map[string]string{
+		"env": "uSC", "nice": "n", "stdbuf": "ioe", "timeout": "sk", "sudo": "ugCDhpURrTt",
+	}
+	wrapperFlagOpts = map[string]string{
+		"env": "i0v", "setsid": "cfw", "timeout": "v", "sudo": "nbEHkPSAl",
+	}
+)
+
 // wrapper finds the command a wrapper runs, by its options. Unknown
 // options make the command unreadable (-1).
 func (w *walker) wrapper(base string, args []string) (string, int) {
-	// value-taking short options per wrapper
-	withValue := map[string]string{
-		"env":     "uSC",
-		"nice":    "n",
-		"stdbuf":  "ioe",
-		"timeout": "sk",
-		"sudo":    "ugCDhpURrTt",
-	}[base]
-	noValue := map[string]string{
-		"env":     "i0v",
-		"nice":    "",
-		"nohup":   "",
-		"setsid":  "cfw",
-		"stdbuf":  "",
-		"timeout": "v",
-		"sudo":    "nbEHkPSAl",
-	}[base]
+	withValue, noValue := wrapperValueOpts[base], wrapperFlagOpts[base]
 	i := 0
 	for i < len(args) {
 		a := args[i]

@@ -576,7 +576,7 @@ type Drained struct {
 	Retract string
 }
 
-// WaitChange blocks until cond holds (checked under the lock), the session
+// waitChange blocks until cond holds (checked under the lock), the session
 // ends, d passes or ctx ends. While it waits it counts as a waiter, so an
 // end it will report is never also sent as an event.
 func (s *Session) waitChange(ctx context.Context, d time.Duration, cond func() bool) {
