@@ -219,6 +219,12 @@ type sessionCgroup struct {
 	// so it stays empty and needs neither a kill nor another look.
 	emptied atomic.Bool
 
+	// reused is set for a spare cgroup taken again: its counters start
+	// where the last session left them. lim is the session's share of
+	// the registry's limits (limits_linux.go); nil without limits.
+	reused bool
+	lim    *sessionLimits
+
 	// killed is set once cgroup.kill was written. Such a cgroup is never
 	// reused: on some kernels (6.18 here) a child cloned into a cgroup
 	// that was killed before is SIGKILLed at birth, because the kill
@@ -230,6 +236,7 @@ type sessionCgroup struct {
 // is, else a new one.
 func (r *cgroupRoot) newSession() (*sessionCgroup, error) {
 	dir := r.takeSpare()
+	reused := dir != ""
 	if dir == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
@@ -243,7 +250,7 @@ func (r *cgroupRoot) newSession() (*sessionCgroup, error) {
 		_ = unix.Rmdir(dir)
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return &sessionCgroup{root: r, dir: dir, fd: fd}, nil
+	return &sessionCgroup{root: r, dir: dir, fd: fd, reused: reused}, nil
 }
 
 // closeFD closes the directory descriptor, which only the clone into the
@@ -392,8 +399,10 @@ func (c *sessionCgroup) remove(bound time.Duration) error {
 	defer c.closeFD()
 	if err := c.settle(bound); err != nil {
 		c.root.keepDirty(c.dir)
+		c.lim.release(false)
 		return err
 	}
+	c.lim.release(true)
 	if !c.killed.Load() && c.root != nil && c.root.keepSpare(c.dir) {
 		return nil
 	}

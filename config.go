@@ -2,6 +2,7 @@ package bgexec
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -149,6 +150,35 @@ type Config struct {
 	// the process group. ContainmentOff always uses the process group;
 	// ContainmentRequired makes NewRegistry fail without cgroups.
 	Containment Containment
+
+	// Limits are the resource limits of each session (memory, tasks, CPU),
+	// applied through its cgroup. The zero value means the default task
+	// limit (4096) and no memory or CPU limit. A limit set here that no
+	// cgroup controller can apply makes NewRegistry fail under
+	// ContainmentRequired, and is logged as a warning otherwise;
+	// [Registry.Containment] says what is in force.
+	Limits Limits
+	// MaxSessions is how many sessions may run at once in the registry,
+	// foreground runs included; an exec beyond it is refused before
+	// anything is spawned. Zero means 1024.
+	MaxSessions int
+	// MaxSessionsPerScope is how many sessions may run at once in one
+	// scope (agent). Zero means 64.
+	MaxSessionsPerScope int
+	// MaxTimeoutSec is a hard cap in seconds on every exec timeout: no
+	// call may run longer or disable its timeout (timeout 0 or negative
+	// gets the cap), and a call that asked for more gets a warning line.
+	// It also caps TimeoutSec. Zero means no cap.
+	MaxTimeoutSec float64
+	// MaxOutputBytes is the budget in bytes for the output all sessions
+	// retain together. Past it, the retained output of the sessions that
+	// ended first is cut to its last 2000 characters (with the retention
+	// notice); a running session's output is never cut for it. Zero
+	// means 1 GiB.
+	MaxOutputBytes int64
+	// Logger receives the registry's warnings (a limit that cannot be
+	// applied). Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // ConfigFromEnv returns the defaults overlaid with the environment
@@ -231,6 +261,7 @@ type settings struct {
 	elevation      ElevationPolicy
 	extraBlocked   []string
 	extraOverrides []string
+	limitSettings
 }
 
 func resolveConfig(c Config, getenv func(string) string) (settings, error) {
@@ -311,6 +342,12 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 	}
 	if s.ask, err = parseAsk(c.Ask); err != nil {
 		return s, fmt.Errorf("bgexec: Config.Ask: %w", err)
+	}
+	if s.limitSettings, err = resolveLimits(&c); err != nil {
+		return s, err
+	}
+	if s.maxTimeout > 0 && (s.timeout == 0 || s.timeout > s.maxTimeout) {
+		s.timeout = s.maxTimeout
 	}
 	return s, nil
 }

@@ -89,6 +89,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 	if msg != "" {
 		return execFailure(msg), nil
 	}
+	timeout, capWarning := capTimeout(timeout, st.maxTimeout, req.Timeout)
 	stdinPipe := false
 	switch strings.ToLower(strings.TrimSpace(req.Stdin)) {
 	case "", "closed":
@@ -98,6 +99,9 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		return execFailure(fmt.Sprintf("Invalid stdin %q: use \"closed\" or \"pipe\".", req.Stdin)), nil
 	}
 	var warnings []string
+	if capWarning != "" {
+		warnings = append(warnings, capWarning)
+	}
 	cwd, warn := resolveWorkdir(req.Workdir, st.workdir)
 	if warn != "" {
 		warnings = append(warnings, warn)
@@ -145,6 +149,10 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 	if err := sc.reg.admit(); err != nil {
 		return nil, err
 	}
+	if refusal := sc.reg.takeSlot(sc.key); refusal != "" {
+		sc.reg.spawnDone()
+		return execFailure(refusal), nil
+	}
 	start := time.Now()
 	sp, err := sc.reg.spawn(spec)
 	if err != nil && req.PTY {
@@ -153,6 +161,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		sp, err = sc.reg.spawn(spec)
 	}
 	if err != nil {
+		sc.reg.quota.give(sc.key)
 		sc.reg.spawnDone()
 		return spawnFailure(warnings, err, cwd, start), nil
 	}
@@ -176,6 +185,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		// Without the process tool nothing could reach what the shell
 		// leaves running, so a synchronous run ends it with the shell.
 		KeepLeftovers: !synchronous,
+		MemoryLimit:   st.limits.MemoryBytes,
 		Proc:          sp.child,
 		Outputs:       sp.outputs,
 		Stdin:         sp.stdin,
@@ -315,6 +325,9 @@ func finishedResult(s *session.Session, warnings []string) *Result {
 		d.ExitSignal = e.Signal
 		d.TimedOut = ptr(e.Reason == session.ReasonTimeout)
 		reason := failureReason(&e, s.Timeout())
+		if e.Reason == session.ReasonOOM {
+			reason = oomText(e.MemoryLimit)
+		}
 		if out != "" {
 			text = out + "\n\n" + reason
 		} else {

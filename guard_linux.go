@@ -60,7 +60,7 @@ func (s *spawner) run(stop <-chan struct{}) {
 func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 	r.watchdog.keepAlive()
 	if spec.cgroup != nil {
-		return startChild(spec)
+		return r.limits.startInCgroup(spec)
 	}
 	spec.pdeathsig = true
 	c := spawnCall{spec: spec, reply: make(chan spawnResult, 1)}

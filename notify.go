@@ -51,6 +51,8 @@ func exitEventText(id string, e *session.Exit, output string) string {
 	switch {
 	case e.Reason == session.ReasonTimeout:
 		how = "timeout"
+	case e.Reason == session.ReasonOOM:
+		how = "out of memory"
 	case e.Signal != "":
 		how = "signal " + e.Signal
 	case e.Code != nil:

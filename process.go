@@ -182,11 +182,14 @@ func (sc *Scope) list() *Result {
 			Cwd: s.Cwd(), Command: s.Command(), Name: s.Name(),
 			Tail: sn.Tail, Truncated: sn.Truncated,
 		}
-		lines = append(lines, fmt.Sprintf("%s %-9s %s :: %s", s.ID(), sn.Status, compactDuration(sn.Runtime), s.Name()))
+		line := fmt.Sprintf("%s %-9s %s :: %s", s.ID(), sn.Status, compactDuration(sn.Runtime), s.Name())
 		if !sn.Ended {
+			info.Resources = sessionResources(s)
+			lines = append(lines, line+info.Resources.listSuffix())
 			running = append(running, info)
 			continue
 		}
+		lines = append(lines, line)
 		info.EndedAt = sn.Exit.At.UnixMilli()
 		info.ExitCode, info.ExitSignal = sn.Exit.Code, sn.Exit.Signal
 		finished = append(finished, info)
@@ -205,6 +208,8 @@ func exitLine(sn *session.Snapshot) string {
 		return "Process still running."
 	case sn.Exit.Reason == session.ReasonTimeout:
 		return "Process exited with timeout."
+	case sn.Exit.Reason == session.ReasonOOM:
+		return "Process killed: out of memory" + strings.TrimPrefix(oomText(sn.Exit.MemoryLimit), "Command killed: out of memory")
 	case sn.Exit.Signal != "":
 		return "Process exited with signal " + sn.Exit.Signal + "."
 	case sn.Exit.Code != nil:
@@ -226,16 +231,19 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	sc.reg.retract(sc.key, dr.Retract)
 	sn := &dr.Snap
 	d := Details{Status: statusOf(sn.Status), SessionID: s.ID(), Name: s.Name(), Aggregated: dr.Aggregated}
+	end := exitLine(sn)
 	if sn.Ended {
 		exitDetails(&d, &sn.Exit)
+		end += closedPortsNote(s.Listeners())
 	} else {
 		d.RetryInMs = ptr(retryAfter(dr.EmptyPolls))
+		d.Resources = sessionResources(s)
 	}
 	body := strings.TrimRight(dr.Text, "\n")
 	if body == "" {
 		body = "(no new output)"
 	}
-	return textResult(withLossNotice(body, dr.Loss)+"\n\n"+exitLine(sn), d), nil
+	return textResult(withLossNotice(body, dr.Loss)+"\n\n"+end, d), nil
 }
 
 // retryAfter is the suggested poll delay after n consecutive empty polls:
@@ -383,6 +391,7 @@ func (sc *Scope) kill(ctx context.Context, s *session.Session, _ *ProcessRequest
 	if isOSProcess(s.Process()) && sc.reg.cgroups == nil {
 		before, listErr = descendants(s.Pid())
 	}
+	sessionResources(s) // notes its listening ports for the result
 	if !s.Kill() {
 		return failure("No active session found for " + s.ID()), nil
 	}
@@ -399,7 +408,7 @@ func (sc *Scope) kill(ctx context.Context, s *session.Session, _ *ProcessRequest
 			// The shell ended, but what it left could not be seen gone.
 			return textResult("Termination requested for session "+s.ID()+".\n"+leftoverWarning(sn.Exit.Leftover, sc.reg.cgroups != nil), d), nil
 		}
-		text := "Killed session " + s.ID() + "."
+		text := "Killed session " + s.ID() + "." + closedPortsNote(s.Listeners())
 		if listErr != nil {
 			text += "\nWarning: could not list the session's processes before the kill (" + listErr.Error() + "); a process that left the process group may have escaped."
 		}

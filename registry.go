@@ -31,6 +31,10 @@ type Registry struct {
 	spawner  spawner
 	watchdog *watchdog   // kills the sessions' groups if this process dies
 	cgroups  *cgroupRoot // nil without cgroup containment
+	// quota counts the running sessions (MaxSessions, MaxSessionsPerScope);
+	// limits applies the per-session limits (nil: none can be).
+	quota  quotas
+	limits *limitRoot
 
 	// goroutines counts every goroutine the registry started but the
 	// notification goroutine; Close waits for it.
@@ -71,11 +75,21 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		return nil, err
 	}
 	var cg *cgroupRoot
+	var cgErr error
 	if cfg.Containment != ContainmentOff {
-		cg, err = newCgroupRoot()
-		if err != nil && cfg.Containment == ContainmentRequired {
-			return nil, fmt.Errorf("bgexec: containment required: %w", err)
+		cg, cgErr = newCgroupRoot()
+		if cgErr != nil && cfg.Containment == ContainmentRequired {
+			return nil, fmt.Errorf("bgexec: containment required: %w", cgErr)
 		}
+	} else {
+		cgErr = errors.New("containment turned off by Config.Containment")
+	}
+	lim, err := startLimits(cg, cgErr, &st, cfg.Containment == ContainmentRequired)
+	if err != nil {
+		if cg != nil {
+			_ = cg.remove()
+		}
+		return nil, err
 	}
 	cgDir := ""
 	if cg != nil {
@@ -86,6 +100,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		if cg != nil {
 			_ = cg.remove()
 		}
+		lim.remove()
 		return nil, err
 	}
 	pol := envpolicy.Default()
@@ -106,6 +121,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		spawner:   spawner{reqs: make(chan spawnCall)},
 		watchdog:  wd,
 		cgroups:   cg,
+		limits:    lim,
 	}
 	r.spawn = r.spawnContained
 	r.goroutines.Add(2)
@@ -204,6 +220,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	if r.cgroups != nil {
 		_ = r.cgroups.remove()
 	}
+	r.limits.remove()
 	r.mu.Lock()
 	clear(r.sessions)
 	clear(r.byScope)
@@ -248,6 +265,10 @@ func (r *Registry) spawnContained(spec *spawnSpec) (*spawned, error) {
 		cg, err := r.cgroups.newSession()
 		if err != nil {
 			return nil, fmt.Errorf("create session cgroup: %w", err)
+		}
+		if err := r.limits.attach(cg); err != nil {
+			_ = cg.remove(0) // Best effort: it is fresh and empty.
+			return nil, fmt.Errorf("set the session's limits: %w", err)
 		}
 		spec.cgroup = cg
 	}
@@ -390,6 +411,7 @@ func (r *Registry) list(scope string) []listed {
 // recorded: a removed session is forgotten, a backgrounded one gets its
 // expiry and, when it is due, its exit event.
 func (r *Registry) sessionEnded(s *session.Session) {
+	r.quota.give(s.Scope())
 	sn := s.Snapshot(0)
 	switch {
 	case sn.Removed:

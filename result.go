@@ -106,6 +106,8 @@ type Details struct {
 	Port int `json:"port,omitzero"`
 	// Condition says what ended a wait: "pattern", "port", "exit" or "timeout".
 	Condition string `json:"condition,omitzero"`
+	// Resources is what a running session uses now (poll).
+	Resources *Resources `json:"resources,omitzero"`
 
 	// execEnd marks a completed or failed exec result, whose JSON always
 	// carries exitCode and aggregated.
@@ -143,6 +145,8 @@ type SessionInfo struct {
 	Truncated  bool   `json:"truncated"`
 	ExitCode   *int   `json:"exitCode,omitzero"`
 	ExitSignal string `json:"exitSignal,omitzero"`
+	// Resources is what the session uses now; running sessions only.
+	Resources *Resources `json:"resources,omitzero"`
 }
 
 func textResult(text string, d Details) *Result {

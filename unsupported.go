@@ -52,3 +52,16 @@ func escapeWarning([]procRef) string     { return "" }
 
 func setWinsize(*os.File, uint16, uint16) error { return errPlatform }
 func canonicalMode(string) bool                 { return false }
+
+type limitRoot struct{ report ContainmentReport }
+
+type sessionLimits struct{}
+
+func newLimitRoot(*cgroupRoot, error, Limits) *limitRoot { return &limitRoot{} }
+func (*limitRoot) warnings(bool) (all, explicit []string) { return nil, nil }
+func (*limitRoot) attach(*sessionCgroup) error            { return errPlatform }
+func (*limitRoot) remove()                                {}
+
+func descriptorRefusal() string { return "" }
+
+func sessionResources(any) *Resources { return nil }

@@ -54,6 +54,9 @@ const (
 	ReasonTimeout    Reason = "timeout"
 	ReasonKilled     Reason = "killed"
 	ReasonSpawnError Reason = "spawn-error"
+	// ReasonOOM: the session's memory limit was hit and the kernel killed
+	// a process of it (see [LimitReporter]).
+	ReasonOOM Reason = "oom"
 )
 
 // Status is running, completed or failed.
@@ -75,6 +78,9 @@ type Exit struct {
 	// Leftover says why the end of every process of the session could not
 	// be confirmed; nil when it was.
 	Leftover error
+	// MemoryLimit is the memory limit in bytes the session hit, for
+	// ReasonOOM; 0 otherwise.
+	MemoryLimit int64
 }
 
 // Status of an ended session: an exit with any code but 126 and 127 is
@@ -105,6 +111,9 @@ type Options struct {
 	// KeepLeftovers keeps processes the shell left running (see
 	// [Lingerer]); false ends them with the shell.
 	KeepLeftovers bool
+	// MemoryLimit is the session's memory limit in bytes (0: none), named
+	// by the end of a session the limit killed.
+	MemoryLimit int64
 
 	Proc    Process
 	Outputs []io.Reader // stdout, stderr; or the PTY master alone
@@ -158,6 +167,7 @@ type Session struct {
 	lineWaiters  []*lineWaiter
 	leftBehind   chan struct{} // closed when leftovers are kept
 	lingering    []Lingering   // what the shell left running at its exit
+	listeners    []string      // TCP ports last seen listening (NoteListeners)
 	shellCode    *int          // the shell's exit code then
 }
 
@@ -360,12 +370,16 @@ func (s *Session) run(readers *readerCount) {
 	}
 	s.stdin = nil
 	s.stdinMu.Unlock()
+	oom := limitHit(p) // before Release removes the counters
 	leftover := p.Release()
 
 	s.mu.Lock()
 	s.ended = true
 	s.exit = s.classifyLocked(ws, err)
 	s.exit.Leftover = leftover
+	if oom {
+		s.markOOMLocked()
+	}
 	if s.timeoutTimer != nil {
 		s.timeoutTimer.Stop()
 	}

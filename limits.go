@@ -1,0 +1,278 @@
+package bgexec
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Limits are the resource limits of each session, applied through the
+// session's cgroup (see the package documentation's "Limits" section for
+// the controllers used on cgroup v2 and hybrid hosts). The zero value
+// means no memory and CPU limit and the default task limit.
+// [Registry.Containment] says which limits are in force.
+type Limits struct {
+	// MemoryBytes is the memory limit of each session in bytes (memory.max;
+	// memory.limit_in_bytes on a cgroup v1 memory hierarchy), swap
+	// included. When it is hit the kernel kills a process of the session,
+	// which then ends "failed" with exitReason "oom". 0 means no limit;
+	// negative is refused by NewRegistry.
+	MemoryBytes int64
+	// Tasks is the number of processes and threads each session may have
+	// at once (pids.max): past it, fork and clone fail in the session with
+	// EAGAIN, and other sessions and the host are not affected. 0 means
+	// [DefaultTasks]; -1 means no limit.
+	Tasks int
+	// CPU is the CPU time each session may use, in cores (cpu.max;
+	// cfs_quota_us/cfs_period_us on cgroup v1): 1.5 is one and a half
+	// cores' worth per 100 ms period. A session over it is throttled, not
+	// killed. 0 means no limit; negative is refused by NewRegistry.
+	CPU float64
+}
+
+// Defaults of the limits and quotas.
+const (
+	// DefaultTasks is the task limit (pids.max) of each session when
+	// Limits.Tasks is 0.
+	DefaultTasks = 4096
+	// DefaultMaxSessions is how many sessions may run at once in a
+	// registry, foreground runs included, when Config.MaxSessions is 0.
+	DefaultMaxSessions = 1024
+	// DefaultMaxSessionsPerScope is how many sessions may run at once in
+	// one scope when Config.MaxSessionsPerScope is 0.
+	DefaultMaxSessionsPerScope = 64
+	// DefaultMaxOutputBytes is the budget in bytes for the output all
+	// sessions retain together, when Config.MaxOutputBytes is 0 (1 GiB).
+	DefaultMaxOutputBytes = 1 << 30
+)
+
+// cpuPeriod is the CPU quota period (cpu.max's second field), in
+// microseconds: the kernel's default.
+const cpuPeriod = 100000
+
+// trimKeepChars is how much of a finished session's output is kept when
+// the output budget trims it: the list tail.
+const trimKeepChars = tailChars
+
+// limitSettings is the resolved form of the limit and quota fields.
+type limitSettings struct {
+	limits       Limits // Tasks resolved: -1 none, else the limit
+	tasksSet     bool   // Limits.Tasks was given (not the default)
+	maxSessions  int
+	maxPerScope  int
+	maxTimeout   time.Duration // 0: none
+	outputBudget int64
+	logger       *slog.Logger
+}
+
+// resolveLimits checks and resolves the limit and quota fields of c.
+func resolveLimits(c *Config) (limitSettings, error) {
+	l := limitSettings{
+		limits:       c.Limits,
+		tasksSet:     c.Limits.Tasks != 0,
+		maxSessions:  DefaultMaxSessions,
+		maxPerScope:  DefaultMaxSessionsPerScope,
+		outputBudget: DefaultMaxOutputBytes,
+		logger:       c.Logger,
+	}
+	if l.logger == nil {
+		l.logger = slog.Default()
+	}
+	lim := c.Limits
+	switch {
+	case lim.MemoryBytes < 0:
+		return l, fmt.Errorf("bgexec: Limits.MemoryBytes %d: use a positive number of bytes, or 0 for no limit", lim.MemoryBytes)
+	case lim.MemoryBytes > 0 && lim.MemoryBytes < 1<<20:
+		return l, fmt.Errorf("bgexec: Limits.MemoryBytes %d: at least 1 MiB (1048576) is needed to start a shell", lim.MemoryBytes)
+	case lim.Tasks < -1:
+		return l, fmt.Errorf("bgexec: Limits.Tasks %d: use a positive count, 0 for the default (%d) or -1 for no limit", lim.Tasks, DefaultTasks)
+	case math.IsNaN(lim.CPU) || math.IsInf(lim.CPU, 0) || lim.CPU < 0:
+		return l, fmt.Errorf("bgexec: Limits.CPU %v: use a positive number of cores, or 0 for no limit", lim.CPU)
+	case lim.CPU > 0 && lim.CPU*cpuPeriod < 1000:
+		return l, fmt.Errorf("bgexec: Limits.CPU %v: the smallest quota is 0.01 cores", lim.CPU)
+	}
+	if lim.Tasks == 0 {
+		l.limits.Tasks = DefaultTasks
+	}
+	switch {
+	case c.MaxSessions < 0:
+		return l, fmt.Errorf("bgexec: MaxSessions %d: use a positive count, or 0 for the default (%d)", c.MaxSessions, DefaultMaxSessions)
+	case c.MaxSessions > 0:
+		l.maxSessions = c.MaxSessions
+	}
+	switch {
+	case c.MaxSessionsPerScope < 0:
+		return l, fmt.Errorf("bgexec: MaxSessionsPerScope %d: use a positive count, or 0 for the default (%d)", c.MaxSessionsPerScope, DefaultMaxSessionsPerScope)
+	case c.MaxSessionsPerScope > 0:
+		l.maxPerScope = c.MaxSessionsPerScope
+	}
+	switch v := c.MaxTimeoutSec; {
+	case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
+		return l, fmt.Errorf("bgexec: MaxTimeoutSec %v: use a positive number of seconds, or 0 for no cap", v)
+	case v > 0:
+		l.maxTimeout = time.Duration(min(v, maxTimeoutSec) * float64(time.Second))
+	}
+	switch {
+	case c.MaxOutputBytes < 0:
+		return l, fmt.Errorf("bgexec: MaxOutputBytes %d: use a positive number of bytes, or 0 for the default (1 GiB)", c.MaxOutputBytes)
+	case c.MaxOutputBytes > 0:
+		l.outputBudget = c.MaxOutputBytes
+	}
+	return l, nil
+}
+
+// capTimeout applies MaxTimeoutSec to a call's timeout (0: none). The
+// warning is set when the call asked for more, or for none.
+func capTimeout(t, limit time.Duration, requested *float64) (time.Duration, string) {
+	if limit <= 0 || (t > 0 && t <= limit) {
+		return t, ""
+	}
+	asked := "no timeout"
+	if t > 0 {
+		asked = formatSeconds(t) + " seconds"
+	}
+	if requested == nil {
+		// The configured default: NewRegistry capped it already, so only a
+		// default of "none" gets here. Capped without a warning: the call
+		// asked for nothing.
+		return limit, ""
+	}
+	return limit, fmt.Sprintf("Warning: the timeout is capped at %s seconds by the host (requested: %s).", formatSeconds(limit), asked)
+}
+
+// quotas counts the running sessions, in all and per scope, so that an
+// exec beyond MaxSessions or MaxSessionsPerScope is refused before
+// anything is spawned. A slot is taken before the spawn and given back
+// when the session ends (or the spawn failed). Safe for concurrent use.
+type quotas struct {
+	mu      sync.Mutex // guards the fields below
+	running int
+	byScope map[string]int
+}
+
+// take reserves a slot for scope, or returns the refusal text.
+func (q *quotas) take(scope string, maxAll, maxScope int) string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if n := q.byScope[scope]; n >= maxScope {
+		return fmt.Sprintf("Too many running sessions for this agent (%d of %d). Kill or remove one (process list) and retry.", n, maxScope)
+	}
+	if q.running >= maxAll {
+		return fmt.Sprintf("Too many running sessions on this host (%d of %d). Kill or remove one (process list) and retry.", q.running, maxAll)
+	}
+	if q.byScope == nil {
+		q.byScope = make(map[string]int)
+	}
+	q.running++
+	q.byScope[scope]++
+	return ""
+}
+
+// give returns a slot of scope.
+func (q *quotas) give(scope string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.running--
+	if q.byScope[scope]--; q.byScope[scope] <= 0 {
+		delete(q.byScope, scope)
+	}
+}
+
+// oomText is the failure reason of a session the memory limit killed.
+func oomText(limit int64) string {
+	if limit <= 0 {
+		return "Command killed: out of memory."
+	}
+	return "Command killed: out of memory (limit " + formatBytes(limit) + ")."
+}
+
+// formatBytes writes a size the way the texts show it: "64 MiB",
+// "1.5 GiB", "412 KiB", "900 B".
+func formatBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, u := float64(n), 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	if v == math.Trunc(v) || v >= 100 || u == 0 {
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64) + " " + units[u]
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[u]
+}
+
+// ContainmentReport says how a registry contains its sessions and which
+// limits are in force ([Registry.Containment]). It is a copy: changing it
+// changes nothing.
+type ContainmentReport struct {
+	// Cgroup reports whether each session runs in a cgroup v2 child cgroup
+	// of its own (so kill, timeout, remove and Close reach processes that
+	// left the process group). CgroupDir is the registry's cgroup then.
+	Cgroup    bool
+	CgroupDir string
+	// Memory, Tasks and CPU say what became of each limit.
+	Memory, Tasks, CPU LimitReport
+	// Warnings are the reasons for every limit that is not in force, as
+	// NewRegistry logged them.
+	Warnings []string
+}
+
+// LimitReport is the state of one limit.
+type LimitReport struct {
+	// Requested is the limit asked for, as text ("64 MiB", "4096 tasks",
+	// "1.5 cores"); "" when none was.
+	Requested string
+	// Applied reports whether every session gets the limit.
+	Applied bool
+	// Controller names the interface file that applies it, with its
+	// hierarchy: "cgroup2 memory.max", "cgroup1 pids.max" …; for a limit
+	// not applied, the controller that would have been used, if any.
+	Controller string
+	// Reason says why the limit is not applied; "" when it is, or when
+	// none was asked for.
+	Reason string
+}
+
+// startLimits decides how the limits are applied and logs what is not.
+// Under ContainmentRequired a limit the Config set that cannot be applied
+// is an error; the default task limit only warns.
+func startLimits(cg *cgroupRoot, cgErr error, st *settings, required bool) (*limitRoot, error) {
+	l := newLimitRoot(cg, cgErr, st.limits)
+	all, explicit := l.warnings(st.tasksSet)
+	if required && len(explicit) > 0 {
+		l.remove()
+		return nil, fmt.Errorf("bgexec: containment required: %s", strings.Join(explicit, "; "))
+	}
+	l.report.Warnings = all
+	for _, w := range all {
+		st.logger.Warn(w)
+	}
+	return l, nil
+}
+
+// Containment reports how sessions are contained and which limits are in
+// force, as NewRegistry found them. Safe for concurrent use.
+func (r *Registry) Containment() ContainmentReport {
+	rep := r.limits.report
+	rep.Warnings = append([]string(nil), rep.Warnings...)
+	return rep
+}
+
+// takeSlot reserves a running-session slot for scope before a spawn, or
+// returns the refusal text: a quota is full, or the host process is
+// short of file descriptors. The slot is given back when the session
+// ends, or by the caller when the spawn fails.
+func (r *Registry) takeSlot(scope string) string {
+	if text := r.quota.take(scope, r.cfg.maxSessions, r.cfg.maxPerScope); text != "" {
+		return text
+	}
+	if text := descriptorRefusal(); text != "" {
+		r.quota.give(scope)
+		return text
+	}
+	return ""
+}

@@ -1,0 +1,572 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+)
+
+// limitRoot applies the registry's limits to its session cgroups. Each
+// controller (memory, pids, cpu) comes from the cgroup v2 tree when the
+// registry's cgroup may enable it for its children, else from a cgroup v1
+// hierarchy (the hybrid layout), where the registry gets a directory of
+// its own below this process's cgroup. Its methods are safe for
+// concurrent use; a nil *limitRoot applies nothing.
+type limitRoot struct {
+	lim    Limits
+	report ContainmentReport
+	v2     map[string]bool // controllers enabled in the registry's subtree_control
+	v1     []*v1Hierarchy  // hierarchies used for the controllers v2 lacks
+
+	mu    sync.Mutex // guards dirty
+	dirty []string   // v1 session directories whose rmdir failed, retried
+}
+
+// v1Hierarchy is one cgroup v1 hierarchy used for a controller.
+type v1Hierarchy struct {
+	ctrl string // "memory", "pids" or "cpu"
+	dir  string // the registry's directory in it
+	home int    // O_WRONLY descriptor of this process's cgroup's tasks file
+}
+
+// sessionLimits is one session's share: its v1 directories and what its
+// reused v2 cgroup had counted before it.
+type sessionLimits struct {
+	root  *limitRoot
+	v1    []string // the session's directory in each of root.v1, in order
+	tasks []int    // O_WRONLY descriptors of their tasks files, closed after the spawn
+	// Counters of a reused v2 cgroup at the session's start.
+	baseCPUUsec, baseOOM int64
+}
+
+// The cgroup files of each controller.
+const (
+	v2MemoryMax = "memory.max"
+	v2PidsMax   = "pids.max"
+	v2CPUMax    = "cpu.max"
+	v1MemLimit  = "memory.limit_in_bytes"
+	v1PidsMax   = "pids.max"
+	v1CFSQuota  = "cpu.cfs_quota_us"
+)
+
+// newLimitRoot decides, per controller, where the limits come from, and
+// reports it. cg is nil without session cgroups, cgErr then says why.
+func newLimitRoot(cg *cgroupRoot, cgErr error, lim Limits) *limitRoot {
+	l := &limitRoot{lim: lim, v2: make(map[string]bool)}
+	rep := &l.report
+	rep.Memory.Requested = requested(lim.MemoryBytes > 0, formatBytes(lim.MemoryBytes))
+	rep.Tasks.Requested = requested(lim.Tasks > 0, strconv.Itoa(lim.Tasks)+" tasks")
+	rep.CPU.Requested = requested(lim.CPU > 0, strconv.FormatFloat(lim.CPU, 'f', -1, 64)+" cores")
+	if cg == nil {
+		why := "sessions have no cgroup of their own"
+		if cgErr != nil {
+			why += " (" + cgErr.Error() + ")"
+		}
+		for _, r := range []*LimitReport{&rep.Memory, &rep.Tasks, &rep.CPU} {
+			if r.Requested != "" {
+				r.Reason = why
+			}
+		}
+		return l
+	}
+	rep.Cgroup, rep.CgroupDir = true, cg.dir
+	// memory is always wanted: it gives the resource view its memory
+	// figure even without a limit; pids and cpu only for their limits.
+	type want struct {
+		ctrl   string
+		needed bool
+		report *LimitReport
+		v2, v1 string
+	}
+	for _, w := range []want{
+		{"memory", true, &rep.Memory, v2MemoryMax, v1MemLimit},
+		{"pids", lim.Tasks > 0, &rep.Tasks, v2PidsMax, v1PidsMax},
+		{"cpu", lim.CPU > 0, &rep.CPU, v2CPUMax, v1CFSQuota},
+	} {
+		if !w.needed {
+			continue
+		}
+		err2 := enableV2(cg.dir, w.ctrl)
+		if err2 == nil {
+			l.v2[w.ctrl] = true
+			w.report.Controller = "cgroup2 " + w.v2
+			w.report.Applied = w.report.Requested != ""
+			continue
+		}
+		h, err1 := newV1Hierarchy(w.ctrl, filepath.Base(cg.dir), w.v1)
+		if err1 == nil {
+			l.v1 = append(l.v1, h)
+			w.report.Controller = "cgroup1 " + w.v1
+			w.report.Applied = w.report.Requested != ""
+			continue
+		}
+		if w.report.Requested != "" {
+			w.report.Reason = fmt.Sprintf("no %s controller: cgroup v2: %v; cgroup v1: %v", w.ctrl, err2, err1)
+		}
+	}
+	return l
+}
+
+func requested(set bool, text string) string {
+	if set {
+		return text
+	}
+	return ""
+}
+
+// warnings lists the limits asked for but not applied; explicitOnly
+// skips the default task limit.
+func (l *limitRoot) warnings(tasksSet bool) (all, explicit []string) {
+	for _, x := range []struct {
+		name     string
+		r        *LimitReport
+		explicit bool
+	}{
+		{"memory limit", &l.report.Memory, true},
+		{"task limit", &l.report.Tasks, tasksSet},
+		{"CPU limit", &l.report.CPU, true},
+	} {
+		if x.r.Requested == "" || x.r.Applied {
+			continue
+		}
+		w := fmt.Sprintf("bgexec: the %s (%s) is not applied: %s", x.name, x.r.Requested, x.r.Reason)
+		all = append(all, w)
+		if x.explicit {
+			explicit = append(explicit, w)
+		}
+	}
+	return all, explicit
+}
+
+// enableV2 enables ctrl for the session cgroups below the registry's
+// cgroup dir. The registry's cgroup holds no process, so the
+// no-internal-process rule allows it whenever the parent delegates ctrl.
+func enableV2(dir, ctrl string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return err
+	}
+	if !containsWord(string(b), ctrl) {
+		return fmt.Errorf("%s is not delegated to %s (enable it in the parent's cgroup.subtree_control)", ctrl, filepath.Dir(dir))
+	}
+	return writeFile(filepath.Join(dir, "cgroup.subtree_control"), "+"+ctrl)
+}
+
+func containsWord(s, w string) bool {
+	for _, f := range strings.Fields(s) {
+		if f == w {
+			return true
+		}
+	}
+	return false
+}
+
+// writeFile writes one value to a cgroup file that exists.
+func writeFile(path, value string) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte(value)); err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
+}
+
+// newV1Hierarchy creates the registry's directory, named like its v2
+// cgroup, in the v1 hierarchy of ctrl below this process's cgroup there.
+func newV1Hierarchy(ctrl, name, limitFile string) (*v1Hierarchy, error) {
+	mnt, rel, err := v1Mount(ctrl)
+	if err != nil {
+		return nil, err
+	}
+	home := filepath.Join(mnt, rel)
+	dir := filepath.Join(home, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, limitFile)); err != nil {
+		_ = os.Remove(dir)
+		return nil, err
+	}
+	fd, err := unix.Open(filepath.Join(home, "tasks"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		_ = os.Remove(dir)
+		return nil, &os.PathError{Op: "open", Path: filepath.Join(home, "tasks"), Err: err}
+	}
+	return &v1Hierarchy{ctrl: ctrl, dir: dir, home: fd}, nil
+}
+
+// v1Mount finds the mount point of the v1 hierarchy with ctrl and this
+// process's cgroup in it (relative to the mount's root).
+func v1Mount(ctrl string) (mnt, rel string, err error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", "", err
+	}
+	found := false
+	for _, line := range strings.Split(string(b), "\n") {
+		// hierarchy-id:controller-list:path
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && parts[1] != "" && containsWord(strings.ReplaceAll(parts[1], ",", " "), ctrl) {
+			rel, found = parts[2], true
+		}
+	}
+	if !found {
+		return "", "", fmt.Errorf("no cgroup v1 %s hierarchy", ctrl)
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, f := range fields {
+			if f == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 5 || sep+3 >= len(fields) || fields[sep+1] != "cgroup" {
+			continue
+		}
+		if !containsWord(strings.ReplaceAll(fields[sep+3], ",", " "), ctrl) {
+			continue
+		}
+		sub, err := filepath.Rel(fields[3], rel)
+		if err != nil || strings.HasPrefix(sub, "..") {
+			continue
+		}
+		return fields[4], sub, nil
+	}
+	return "", "", fmt.Errorf("no mount of the cgroup v1 %s hierarchy", ctrl)
+}
+
+// attach gives a new session cgroup its limits: in a fresh v2 cgroup the
+// limit files, in each v1 hierarchy a directory of its own. On error
+// nothing of it is left.
+func (l *limitRoot) attach(c *sessionCgroup) error {
+	if l == nil || (len(l.v2) == 0 && len(l.v1) == 0) {
+		return nil
+	}
+	sl := &sessionLimits{root: l}
+	if c.reused {
+		// A spare has its limits already, and counters of earlier sessions.
+		sl.baseCPUUsec = readKey(filepath.Join(c.dir, "cpu.stat"), "usage_usec")
+		if l.v2["memory"] {
+			sl.baseOOM = readKey(filepath.Join(c.dir, "memory.events"), "oom_kill")
+		}
+	} else if err := l.writeV2(c.dir); err != nil {
+		return err
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "s-" + hex.EncodeToString(b[:])
+	for _, h := range l.v1 {
+		dir := filepath.Join(h.dir, name)
+		if err := unix.Mkdir(dir, 0o755); err != nil {
+			sl.release(true)
+			return &os.PathError{Op: "mkdir", Path: dir, Err: err}
+		}
+		sl.v1 = append(sl.v1, dir)
+		if err := l.writeV1(h.ctrl, dir); err != nil {
+			sl.release(true)
+			return err
+		}
+		path := filepath.Join(dir, "tasks")
+		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			sl.release(true)
+			return &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		sl.tasks = append(sl.tasks, fd)
+	}
+	c.lim = sl
+	return nil
+}
+
+// writeV2 writes the limits of the controllers enabled in the v2 tree.
+func (l *limitRoot) writeV2(dir string) error {
+	var errs []error
+	if l.v2["memory"] && l.lim.MemoryBytes > 0 {
+		errs = append(errs, writeFile(filepath.Join(dir, v2MemoryMax), strconv.FormatInt(l.lim.MemoryBytes, 10)))
+		// Swap would let a session past its limit; the file is absent
+		// without swap accounting.
+		if err := writeFile(filepath.Join(dir, "memory.swap.max"), "0"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if l.v2["pids"] && l.lim.Tasks > 0 {
+		errs = append(errs, writeFile(filepath.Join(dir, v2PidsMax), strconv.Itoa(l.lim.Tasks)))
+	}
+	if l.v2["cpu"] && l.lim.CPU > 0 {
+		errs = append(errs, writeFile(filepath.Join(dir, v2CPUMax), fmt.Sprintf("%d %d", cpuQuota(l.lim.CPU), cpuPeriod)))
+	}
+	return errors.Join(errs...)
+}
+
+// writeV1 writes the limit of ctrl into a v1 session directory.
+func (l *limitRoot) writeV1(ctrl, dir string) error {
+	switch ctrl {
+	case "memory":
+		if l.lim.MemoryBytes <= 0 {
+			return nil
+		}
+		v := strconv.FormatInt(l.lim.MemoryBytes, 10)
+		if err := writeFile(filepath.Join(dir, v1MemLimit), v); err != nil {
+			return err
+		}
+		// memory+swap, when swap is accounted: no way past the limit.
+		if err := writeFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), v); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	case "pids":
+		if l.lim.Tasks > 0 {
+			return writeFile(filepath.Join(dir, v1PidsMax), strconv.Itoa(l.lim.Tasks))
+		}
+	case "cpu":
+		if l.lim.CPU > 0 {
+			if err := writeFile(filepath.Join(dir, "cpu.cfs_period_us"), strconv.Itoa(cpuPeriod)); err != nil {
+				return err
+			}
+			return writeFile(filepath.Join(dir, v1CFSQuota), strconv.FormatInt(cpuQuota(l.lim.CPU), 10))
+		}
+	}
+	return nil
+}
+
+func cpuQuota(cores float64) int64 { return int64(cores * cpuPeriod) }
+
+// release removes the session's v1 directories once its processes are
+// gone (empty: the v2 cgroup was seen empty); a directory that cannot be
+// removed yet is retried later. Nil-safe.
+func (sl *sessionLimits) release(empty bool) {
+	if sl == nil {
+		return
+	}
+	sl.closeTasks()
+	if !empty {
+		sl.root.keepDirty(sl.v1...)
+		sl.v1 = nil
+		return
+	}
+	for _, dir := range sl.v1 {
+		if err := unix.Rmdir(dir); err != nil && err != unix.ENOENT {
+			sl.root.keepDirty(dir)
+		}
+	}
+	sl.v1 = nil
+	sl.root.retryDirty()
+}
+
+func (sl *sessionLimits) closeTasks() {
+	for _, fd := range sl.tasks {
+		_ = unix.Close(fd)
+	}
+	sl.tasks = nil
+}
+
+func (l *limitRoot) keepDirty(dirs ...string) {
+	if len(dirs) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dirty = append(l.dirty, dirs...)
+}
+
+// retryDirty removes the v1 session directories that have emptied since.
+func (l *limitRoot) retryDirty() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	left := l.dirty[:0]
+	for _, dir := range l.dirty {
+		if err := unix.Rmdir(dir); err != nil && err != unix.ENOENT {
+			left = append(left, dir)
+		}
+	}
+	clear(l.dirty[len(left):])
+	l.dirty = left
+}
+
+// remove deletes the registry's v1 directories; call it after every
+// session cgroup was removed.
+func (l *limitRoot) remove() {
+	if l == nil {
+		return
+	}
+	l.retryDirty()
+	for _, h := range l.v1 {
+		_ = unix.Close(h.home)
+		_ = unix.Rmdir(h.dir) // Best effort: a dirty session directory keeps it.
+	}
+}
+
+// startInCgroup starts a child whose v2 cgroup clone3 sets. Its v1
+// cgroups, which clone3 cannot set, it inherits from the forking thread:
+// cgroup v1 membership is per thread. A goroutine locked to a thread
+// moves that thread into the session's v1 cgroups, forks (os/exec forks
+// on the calling thread), and moves the thread back. If the move back
+// fails, the goroutine ends still locked, so the runtime ends the thread
+// instead of running other goroutines in the session's cgroups. New
+// runtime threads are cloned by the runtime's template thread while a
+// thread is locked, so none inherits the session's cgroups either.
+func (l *limitRoot) startInCgroup(spec *spawnSpec) (*spawned, error) {
+	var sl *sessionLimits
+	if l != nil {
+		sl = spec.cgroup.lim
+	}
+	if sl == nil || len(sl.tasks) == 0 {
+		return startChild(spec)
+	}
+	defer sl.closeTasks()
+	type result struct {
+		sp  *spawned
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		tid := []byte(strconv.Itoa(unix.Gettid()))
+		var res result
+		joined := 0
+		for _, fd := range sl.tasks {
+			if _, err := unix.Write(fd, tid); err != nil {
+				res.err = fmt.Errorf("join the session's cgroup v1 %s: %w", l.v1[joined].ctrl, err)
+				break
+			}
+			joined++
+		}
+		if res.err == nil {
+			res.sp, res.err = startChild(spec)
+		}
+		home := true
+		for _, h := range l.v1[:joined] {
+			if _, err := unix.Write(h.home, tid); err != nil {
+				home = false
+			}
+		}
+		if home {
+			runtime.UnlockOSThread()
+		}
+		done <- res
+	}()
+	res := <-done
+	return res.sp, res.err
+}
+
+// OOMKilled reports whether the kernel's OOM killer ended a process of
+// the session (memory.events or memory.oom_control: oom_kill).
+func (c *osChild) OOMKilled() bool {
+	cg := c.cg
+	if cg == nil || cg.lim == nil {
+		return false
+	}
+	l := cg.lim.root
+	if l.v2["memory"] {
+		return readKey(filepath.Join(cg.dir, "memory.events"), "oom_kill")-cg.lim.baseOOM > 0
+	}
+	if dir := cg.lim.v1Dir("memory"); dir != "" {
+		return readKey(filepath.Join(dir, "memory.oom_control"), "oom_kill") > 0
+	}
+	return false
+}
+
+// v1Dir is the session's directory in the v1 hierarchy of ctrl, or "".
+func (sl *sessionLimits) v1Dir(ctrl string) string {
+	for i, h := range sl.root.v1 {
+		if h.ctrl == ctrl && i < len(sl.v1) {
+			return sl.v1[i]
+		}
+	}
+	return ""
+}
+
+// readKey reads the value of "key N" from a flat-keyed cgroup file; -1
+// when it cannot.
+func readKey(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+" "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// readInt reads a cgroup file holding one number; -1 when it cannot.
+func readInt(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// fdsPerSpawn is how many descriptors a spawn may need at once: output
+// pipes (both ends), stdin, a PTY pair, a pidfd, the cgroup directory,
+// the script memfd and v1 tasks files, with room to spare.
+const fdsPerSpawn = 16
+
+// fdReserve is how many descriptors the host keeps for itself: a
+// twentieth of its limit, at least 64.
+func fdReserve(limit int64) int64 { return max(64, limit/20) }
+
+// descriptorRefusal returns the refusal text when starting a session
+// would leave the host process fewer than its reserve of descriptors
+// (RLIMIT_NOFILE), else "". When the count cannot be read it does not
+// refuse: the spawn itself then fails with its own error.
+func descriptorRefusal() string {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<30 {
+		return ""
+	}
+	limit := int64(rl.Cur)
+	open, err := openDescriptors()
+	if err != nil {
+		return ""
+	}
+	reserve := fdReserve(limit)
+	if open+fdsPerSpawn+reserve <= limit {
+		return ""
+	}
+	return fmt.Sprintf("Too few file descriptors left in the host process for another session (%d of %d open, %d kept in reserve for the host). Kill or remove a session (process list) and retry.", open, limit, reserve)
+}
+
+// openDescriptors counts this process's open descriptors (procfs: one
+// stat of /proc/self/fd on Linux 6.2+, else a directory read).
+func openDescriptors() (int64, error) {
+	p, err := procfs.Self()
+	if err != nil {
+		return 0, err
+	}
+	n, err := p.FileDescriptorsLen()
+	return int64(n), err
+}

@@ -1,0 +1,222 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bgexec/bgexec/internal/session"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// needTool returns the path of a system tool; a missing one fails the
+// test under CI=true and skips it elsewhere.
+func needTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is needed (install it in .ci/run): %v", name, err)
+		}
+		t.Skipf("%s not installed", name)
+	}
+	return p
+}
+
+// limitedRegistry returns a registry with lim in force, or skips (fails
+// under CI=true) where this host cannot apply it.
+func limitedRegistry(t *testing.T, cfg Config) *Registry {
+	t.Helper()
+	if !cgroupsAvailable(t) {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("cgroup containment is needed for the limit tests")
+		}
+		t.Skip("no cgroup containment here")
+	}
+	cfg.Containment = ContainmentRequired
+	return newTestRegistry(t, cfg)
+}
+
+func TestLimitsConfigValidation(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"negative memory", Config{Limits: Limits{MemoryBytes: -1}}, "Limits.MemoryBytes -1"},
+		{"tiny memory", Config{Limits: Limits{MemoryBytes: 4096}}, "at least 1 MiB"},
+		{"tasks below -1", Config{Limits: Limits{Tasks: -2}}, "Limits.Tasks -2"},
+		{"negative cpu", Config{Limits: Limits{CPU: -0.5}}, "Limits.CPU -0.5"},
+		{"tiny cpu", Config{Limits: Limits{CPU: 0.001}}, "0.01 cores"},
+		{"negative max sessions", Config{MaxSessions: -1}, "MaxSessions -1"},
+		{"negative per scope", Config{MaxSessionsPerScope: -3}, "MaxSessionsPerScope -3"},
+		{"negative timeout cap", Config{MaxTimeoutSec: -1}, "MaxTimeoutSec -1"},
+		{"negative output budget", Config{MaxOutputBytes: -1}, "MaxOutputBytes -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewRegistry(tc.cfg)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestLimitsContainmentReport(t *testing.T) {
+	t.Parallel()
+	reg := limitedRegistry(t, Config{Limits: Limits{MemoryBytes: 64 << 20, Tasks: 100, CPU: 0.5}})
+	rep := reg.Containment()
+	assert.True(t, rep.Cgroup)
+	for name, l := range map[string]LimitReport{"memory": rep.Memory, "tasks": rep.Tasks, "cpu": rep.CPU} {
+		assert.True(t, l.Applied, "%s: %+v", name, l)
+		assert.Regexp(t, `^cgroup[12] `, l.Controller, name)
+	}
+	assert.Equal(t, "64 MiB", rep.Memory.Requested)
+	assert.Equal(t, "100 tasks", rep.Tasks.Requested)
+	assert.Equal(t, "0.5 cores", rep.CPU.Requested)
+	assert.Empty(t, rep.Warnings)
+
+	// Without cgroups nothing can be applied: a warning, no failure …
+	off := newTestRegistry(t, Config{Containment: ContainmentOff, Limits: Limits{MemoryBytes: 64 << 20}})
+	rep = off.Containment()
+	assert.False(t, rep.Cgroup)
+	assert.False(t, rep.Memory.Applied)
+	assert.Contains(t, rep.Memory.Reason, "no cgroup")
+	require.Len(t, rep.Warnings, 2, "memory and the default task limit: %q", rep.Warnings)
+}
+
+// The memory limit is the session's cgroup's: a hog is killed by the
+// kernel, and the session says so.
+func TestLimitsMemoryHogIsKilled(t *testing.T) {
+	t.Parallel()
+	py := needTool(t, "python3")
+	reg := limitedRegistry(t, Config{Limits: Limits{MemoryBytes: 64 << 20}})
+	sc := reg.Scope("agent:oom")
+	// Touch every page so the memory is charged, 1 MiB at a time.
+	hog := py + ` -c 'import time
+b = []
+for i in range(2048):
+    b.append(bytearray(1<<20))
+print("survived")'`
+	res := mustExec(t, sc, &ExecRequest{Command: hog})
+	assert.Equal(t, StatusFailed, res.Details.Status, res.Text())
+	assert.Equal(t, ExitReasonOOM, res.Details.ExitReason, res.Text())
+	assert.NotContains(t, res.Text(), "survived")
+	assert.Contains(t, res.Text(), "Command killed: out of memory (limit 64 MiB).")
+
+	// Backgrounded: poll and the exit event say it too.
+	res = mustExec(t, sc, &ExecRequest{Command: hog, Background: true})
+	id := res.Details.SessionID
+	s := sessionOf(reg, id)
+	require.NotNil(t, s)
+	require.NoError(t, awaitEnd(testCtx(t), s))
+	poll := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
+	assert.Equal(t, ExitReasonOOM, poll.Details.ExitReason)
+	assert.Contains(t, poll.Text(), "Process killed: out of memory (limit 64 MiB).")
+
+	// A command within the limit is not affected.
+	ok := mustExec(t, sc, &ExecRequest{Command: py + ` -c 'b = bytearray(16<<20); print("fine")'`})
+	assert.Equal(t, StatusCompleted, ok.Details.Status, ok.Text())
+	assert.Equal(t, "fine", ok.Text())
+}
+
+// A fork bomb in one session meets its own task limit: its forks fail,
+// and other sessions' execs all succeed meanwhile.
+func TestLimitsForkBombStaysInItsSession(t *testing.T) {
+	t.Parallel()
+	// The CPU quota keeps the bomb's retries from starving the machine.
+	reg := limitedRegistry(t, Config{Limits: Limits{Tasks: 64, CPU: 0.5}})
+	bombScope := reg.Scope("agent:bomb")
+	// Each shell forks two copies of itself until fork fails, which the
+	// shells report on stderr.
+	bomb := `b() { b & b & wait; }; b`
+	res := mustExec(t, bombScope, &ExecRequest{Command: bomb, Background: true})
+	id := res.Details.SessionID
+	w := mustProcess(t, bombScope, &ProcessRequest{Action: "wait", SessionID: id, Pattern: "fork|Resource temporarily unavailable", Timeout: ptr(Number(60000))})
+	require.Equal(t, "pattern", w.Details.Condition, "the bomb's own forks must fail at its task limit: %s", w.Text())
+
+	// Meanwhile 17 execs in other sessions all run.
+	var wg sync.WaitGroup
+	errs := make(chan string, 17)
+	for i := range 17 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc := reg.Scope(fmt.Sprintf("agent:other-%d", i%3))
+			r, err := sc.Exec(testCtx(t), &ExecRequest{Command: "echo ok-" + strconv.Itoa(i) + "; sh -c 'echo child'"})
+			if err != nil || r.Details.Status != StatusCompleted || !strings.Contains(r.Text(), "child") {
+				errs <- fmt.Sprintf("exec %d: %v %q", i, err, r.Text())
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	kill := mustProcess(t, bombScope, &ProcessRequest{Action: "kill", SessionID: id})
+	assert.Contains(t, kill.Text(), "Killed session "+id)
+	// The host can still fork.
+	require.NoError(t, exec.Command("true").Run())
+}
+
+// A CPU hog under a quota of 0.2 cores is throttled: its cgroup's CPU
+// time stays far below the wall time it ran.
+func TestLimitsCPUHogIsThrottled(t *testing.T) {
+	t.Parallel()
+	reg := limitedRegistry(t, Config{Limits: Limits{CPU: 0.2}})
+	sc := reg.Scope("agent:cpu")
+	res := mustExec(t, sc, &ExecRequest{Command: "while :; do :; done", Background: true})
+	id := res.Details.SessionID
+	s := sessionOf(reg, id)
+	require.NotNil(t, s)
+	start := time.Now()
+	cpu0 := sessionResources(s).CPUMs
+	// Wait on the clock for wall time to pass: the thing measured.
+	time.Sleep(2 * time.Second)
+	wall := time.Since(start).Milliseconds()
+	r := sessionResources(s)
+	used := r.CPUMs - cpu0
+	t.Logf("cpu %d ms in %d ms wall (quota 0.2 cores)", used, wall)
+	assert.Greater(t, used, int64(0), "the hog ran")
+	assert.Less(t, used, wall*35/100, "quota 0.2 cores: well under 0.35 of wall time")
+	thr := throttledPeriods(t, s)
+	assert.Greater(t, thr, int64(0), "nr_throttled")
+	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+}
+
+// throttledPeriods reads nr_throttled of the session's CPU controller.
+func throttledPeriods(t *testing.T, s *session.Session) int64 {
+	t.Helper()
+	c, ok := s.Process().(*osChild)
+	require.True(t, ok)
+	require.NotNil(t, c.cg)
+	require.NotNil(t, c.cg.lim)
+	if c.cg.lim.root.v2["cpu"] {
+		return readKey(filepath.Join(c.cg.dir, "cpu.stat"), "nr_throttled")
+	}
+	return readKey(filepath.Join(c.cg.lim.v1Dir("cpu"), "cpu.stat"), "nr_throttled")
+}
+
+// v1DirsLeft lists the registry's cgroup v1 directories that remain.
+func v1DirsLeft(t *testing.T, reg *Registry) []string {
+	t.Helper()
+	var left []string
+	for _, h := range reg.limits.v1 {
+		if _, err := os.Stat(h.dir); err == nil {
+			left = append(left, h.dir)
+			ents, _ := filepath.Glob(filepath.Join(h.dir, "s-*"))
+			left = append(left, ents...)
+		}
+	}
+	return left
+}

@@ -1,0 +1,72 @@
+package bgexec
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Resources is what a running session uses now, from its cgroup's
+// counters (list entries and poll details). Values are read when the
+// call is made; a field that cannot be read is 0.
+type Resources struct {
+	// CPUMs is the CPU time all its processes used so far, in milliseconds.
+	CPUMs int64 `json:"cpuMs"`
+	// MemoryBytes is the memory charged to the session now, in bytes
+	// (memory.current, or memory.usage_in_bytes on cgroup v1; the sum of
+	// resident sets without a memory cgroup).
+	MemoryBytes int64 `json:"memoryBytes"`
+	// Tasks is the number of its processes and threads now (pids.current;
+	// the number of processes without a pids cgroup).
+	Tasks int `json:"tasks"`
+	// Ports are the TCP sockets its processes listen on, by port.
+	Ports []Listener `json:"ports"`
+}
+
+// Listener is a listening TCP socket of a session.
+type Listener struct {
+	// Port is the TCP port.
+	Port int `json:"port"`
+	// Address is the local address it is bound to ("0.0.0.0", "::",
+	// "127.0.0.1" …).
+	Address string `json:"address"`
+}
+
+// portNames returns ":3000"-style names of the distinct ports, in order.
+func (r *Resources) portNames() []string {
+	var out []string
+	for i, l := range r.Ports {
+		if i > 0 && r.Ports[i-1].Port == l.Port {
+			continue
+		}
+		out = append(out, fmt.Sprintf(":%d", l.Port))
+	}
+	return out
+}
+
+// listSuffix is what a list line shows of the resources:
+// "  [:3000, 412 MiB]", or "" when there is nothing to show.
+func (r *Resources) listSuffix() string {
+	if r == nil {
+		return ""
+	}
+	parts := r.portNames()
+	if r.MemoryBytes > 0 {
+		parts = append(parts, formatBytes(r.MemoryBytes))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "  [" + strings.Join(parts, ", ") + "]"
+}
+
+// closedPortsNote is the sentence an exit text gets when the session was
+// last seen listening: " Its listening ports :3000, :3001 are closed."
+func closedPortsNote(ports []string) string {
+	switch len(ports) {
+	case 0:
+		return ""
+	case 1:
+		return " Its listening port " + ports[0] + " is closed."
+	}
+	return " Its listening ports " + strings.Join(ports, ", ") + " are closed."
+}

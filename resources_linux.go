@@ -1,0 +1,155 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"cmp"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/bgexec/bgexec/internal/session"
+	"github.com/prometheus/procfs"
+)
+
+// tcpListen is the state number of a listening socket in /proc/net/tcp.
+const tcpListen = 10
+
+// sessionResources reads what a running session uses now, and records
+// its listening ports with it for the text of its end. It returns nil
+// for a session that is not a real process.
+func sessionResources(s *session.Session) *Resources {
+	c, ok := s.Process().(*osChild)
+	if !ok {
+		return nil
+	}
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	if c.cg != nil {
+		pids, _ = c.cg.procs() // an unreadable cgroup shows as idle
+	} else {
+		pids, _ = groupMembers(c.leader)
+		pids = append(pids, c.leader)
+	}
+	r := &Resources{CPUMs: -1, MemoryBytes: -1, Tasks: -1}
+	if c.cg != nil {
+		c.cg.counters(r)
+	}
+	if r.CPUMs < 0 || r.MemoryBytes < 0 {
+		// No cgroup counter: add up the live processes' own.
+		var cpu float64
+		var rss int64
+		for _, pid := range pids {
+			p, err := fs.Proc(pid)
+			if err != nil {
+				continue
+			}
+			if st, err := p.Stat(); err == nil {
+				cpu += st.CPUTime()
+				rss += int64(st.ResidentMemory())
+			}
+		}
+		if r.CPUMs < 0 {
+			r.CPUMs = int64(cpu * 1000)
+		}
+		if r.MemoryBytes < 0 {
+			r.MemoryBytes = rss
+		}
+	}
+	if r.Tasks < 0 {
+		r.Tasks = len(pids)
+	}
+	r.Ports = listeners(fs, pids)
+	if r.Ports == nil {
+		r.Ports = []Listener{}
+	}
+	s.NoteListeners(r.portNames())
+	return r
+}
+
+// counters fills in the cgroup's CPU, memory and task counters; a counter
+// it cannot read stays -1.
+func (c *sessionCgroup) counters(r *Resources) {
+	var base int64
+	if c.lim != nil {
+		base = c.lim.baseCPUUsec
+	}
+	if us := readKey(filepath.Join(c.dir, "cpu.stat"), "usage_usec"); us >= 0 {
+		r.CPUMs = max(us-base, 0) / 1000
+	}
+	sl := c.lim
+	if sl == nil {
+		return
+	}
+	switch {
+	case sl.root.v2["memory"]:
+		r.MemoryBytes = readInt(filepath.Join(c.dir, "memory.current"))
+	case sl.v1Dir("memory") != "":
+		r.MemoryBytes = readInt(filepath.Join(sl.v1Dir("memory"), "memory.usage_in_bytes"))
+	}
+	n := int64(-1)
+	switch {
+	case sl.root.v2["pids"]:
+		n = readInt(filepath.Join(c.dir, "pids.current"))
+	case sl.v1Dir("pids") != "":
+		n = readInt(filepath.Join(sl.v1Dir("pids"), "pids.current"))
+	}
+	if n >= 0 {
+		r.Tasks = int(n)
+	}
+}
+
+// listeners returns the listening TCP sockets among the descriptors of
+// pids, from the TCP tables of the first one's network namespace (a
+// sandboxed session may have its own).
+func listeners(fs procfs.FS, pids []int) []Listener {
+	inodes := make(map[uint64]bool)
+	netPid := 0
+	for _, pid := range pids {
+		p, err := fs.Proc(pid)
+		if err != nil {
+			continue
+		}
+		targets, err := p.FileDescriptorTargets()
+		if err != nil {
+			continue
+		}
+		for _, t := range targets {
+			if v, ok := strings.CutPrefix(t, "socket:["); ok {
+				if ino, err := strconv.ParseUint(strings.TrimSuffix(v, "]"), 10, 64); err == nil {
+					inodes[ino] = true
+					if netPid == 0 {
+						netPid = pid
+					}
+				}
+			}
+		}
+	}
+	if len(inodes) == 0 {
+		return nil
+	}
+	nfs, err := procfs.NewFS("/proc/" + strconv.Itoa(netPid))
+	if err != nil {
+		return nil
+	}
+	var out []Listener
+	for _, read := range []func() (procfs.NetTCP, error){nfs.NetTCP, nfs.NetTCP6} {
+		lines, err := read()
+		if err != nil {
+			continue // no IPv6, or the process is gone
+		}
+		for _, l := range lines {
+			if l.St == tcpListen && inodes[l.Inode] {
+				out = append(out, Listener{Port: int(l.LocalPort), Address: l.LocalAddr.String()})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Listener) int {
+		return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address))
+	})
+	return slices.Compact(out)
+}
