@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bgexec/bgexec/internal/session"
 )
 
 // Limits are the resource limits of each session, applied through the
@@ -276,3 +279,51 @@ func (r *Registry) takeSlot(scope string) string {
 	}
 	return ""
 }
+
+// budgetRecheck is how often the sweeper looks at the output budget
+// again while finished sessions hold output it could trim: running
+// sessions grow without an end to trigger a look.
+const budgetRecheck = 2 * time.Second
+
+// enforceOutputBudget trims the retained output of the sessions that
+// ended first until all sessions together hold no more than the budget.
+// Running sessions are never trimmed. It reports whether finished
+// sessions still hold output that a later look could trim.
+func (r *Registry) enforceOutputBudget() (trimmable bool) {
+	r.mu.Lock()
+	all := make([]*session.Session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		all = append(all, s)
+	}
+	r.mu.Unlock()
+	type ended struct {
+		s  *session.Session
+		at time.Time
+	}
+	var total int64
+	var done []ended
+	for _, s := range all {
+		b := s.RetainedBytes()
+		total += b
+		if sn := s.Snapshot(0); sn.Ended && b > trimmedBytes {
+			done = append(done, ended{s, sn.Exit.At})
+		}
+	}
+	if total <= r.cfg.outputBudget {
+		// Look again soon only when running sessions could push the
+		// total over before the next session ends.
+		return len(done) > 0 && total > r.cfg.outputBudget/2
+	}
+	slices.SortFunc(done, func(a, b ended) int { return a.at.Compare(b.at) })
+	for i, e := range done {
+		if total <= r.cfg.outputBudget {
+			return i < len(done)
+		}
+		total -= e.s.TrimRetained(trimKeepChars)
+	}
+	return false
+}
+
+// trimmedBytes is about what a trimmed session still holds at most
+// (trimKeepChars code points of up to 4 bytes each).
+const trimmedBytes = trimKeepChars * 4

@@ -456,6 +456,9 @@ func (r *Registry) sweep() {
 		if r.cgroups != nil && r.cgroups.retryDirty(dirtyBound) > 0 {
 			next = min(next, dirtyRetry)
 		}
+		if r.enforceOutputBudget() {
+			next = min(next, budgetRecheck)
+		}
 		t.Reset(next)
 		select {
 		case <-r.stop:

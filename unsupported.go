@@ -57,7 +57,7 @@ type limitRoot struct{ report ContainmentReport }
 
 type sessionLimits struct{}
 
-func newLimitRoot(*cgroupRoot, error, Limits) *limitRoot { return &limitRoot{} }
+func newLimitRoot(*cgroupRoot, error, Limits) *limitRoot  { return &limitRoot{} }
 func (*limitRoot) warnings(bool) (all, explicit []string) { return nil, nil }
 func (*limitRoot) attach(*sessionCgroup) error            { return errPlatform }
 func (*limitRoot) remove()                                {}
