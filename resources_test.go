@@ -1,0 +1,97 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A server's listening port and a hog's memory show in list and poll; a
+// kill says the port is closed.
+func TestResourcesView(t *testing.T) {
+	t.Parallel()
+	py := needTool(t, "python3")
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("agent:view")
+
+	srv := mustExec(t, sc, &ExecRequest{Command: py + " -u -m http.server 0 --bind 127.0.0.1", Background: true})
+	srvID := srv.Details.SessionID
+	w := mustProcess(t, sc, &ProcessRequest{Action: "wait", SessionID: srvID, Pattern: `port \d+`, Timeout: ptr(Number(60000))})
+	require.Equal(t, "pattern", w.Details.Condition, w.Text())
+	m := regexp.MustCompile(`port (\d+)`).FindStringSubmatch(w.Details.Matched)
+	require.NotNil(t, m, w.Details.Matched)
+	port, _ := strconv.Atoi(m[1])
+
+	hog := mustExec(t, sc, &ExecRequest{Command: py + ` -u -c 'import time; b = bytearray(96<<20); b[::4096] = b"x"*len(b[::4096]); print("ready"); time.sleep(300)'`, Background: true})
+	hogID := hog.Details.SessionID
+	w = mustProcess(t, sc, &ProcessRequest{Action: "wait", SessionID: hogID, Pattern: "ready", Timeout: ptr(Number(60000))})
+	require.Equal(t, "pattern", w.Details.Condition, w.Text())
+
+	list := mustProcess(t, sc, &ProcessRequest{Action: "list"})
+	byID := map[string]SessionInfo{}
+	for _, s := range list.Details.Sessions {
+		byID[s.SessionID] = s
+	}
+	sr := byID[srvID].Resources
+	require.NotNil(t, sr)
+	assert.Equal(t, []Listener{{Port: port, Address: "127.0.0.1"}}, sr.Ports)
+	assert.Greater(t, sr.MemoryBytes, int64(1<<20))
+	assert.GreaterOrEqual(t, sr.Tasks, 1)
+	assert.GreaterOrEqual(t, sr.CPUMs, int64(0))
+	hr := byID[hogID].Resources
+	require.NotNil(t, hr)
+	assert.GreaterOrEqual(t, hr.MemoryBytes, int64(96<<20), "the hog's memory")
+	assert.Empty(t, hr.Ports)
+
+	var srvLine string
+	for _, l := range strings.Split(list.Text(), "\n") {
+		if strings.HasPrefix(l, srvID+" ") {
+			srvLine = l
+		}
+	}
+	assert.Regexp(t, `^`+srvID+` running +\S+ :: \S+ http.server  \[:`+m[1]+`, \d+(\.\d)? MiB\]$`, srvLine)
+	assert.Regexp(t, `\[\d+ MiB\]`, list.Text(), "the hog's line shows its memory")
+
+	poll := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: hogID})
+	require.NotNil(t, poll.Details.Resources)
+	assert.GreaterOrEqual(t, poll.Details.Resources.MemoryBytes, int64(96<<20))
+
+	kill := mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: srvID})
+	assert.Equal(t, "Killed session "+srvID+". Its listening port :"+m[1]+" is closed.", kill.Text())
+	// A finished session has no resources.
+	list = mustProcess(t, sc, &ProcessRequest{Action: "list"})
+	for _, s := range list.Details.Sessions {
+		if s.SessionID == srvID {
+			assert.Nil(t, s.Resources)
+		}
+	}
+}
+
+// A server that ends on its own: its poll says the port it listened on
+// is closed.
+func TestResourcesClosedPortsOnExit(t *testing.T) {
+	t.Parallel()
+	py := needTool(t, "python3")
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("agent:ports")
+	res := mustExec(t, sc, &ExecRequest{Command: py + ` -u -c 'import socket,sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print("port", s.getsockname()[1]); sys.stdin.readline()'`, Background: true, Stdin: "pipe"})
+	id := res.Details.SessionID
+	w := mustProcess(t, sc, &ProcessRequest{Action: "wait", SessionID: id, Pattern: `port \d+`, Timeout: ptr(Number(60000))})
+	require.Equal(t, "pattern", w.Details.Condition, w.Text())
+	port := strings.TrimPrefix(w.Details.Matched, "port ")
+	poll := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
+	require.NotNil(t, poll.Details.Resources)
+	require.Len(t, poll.Details.Resources.Ports, 1)
+	mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "\n", EOF: true})
+	poll = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(60000))})
+	assert.True(t, strings.HasSuffix(poll.Text(), "Process exited with code 0. Its listening port :"+port+" is closed."), poll.Text())
+	assert.Nil(t, poll.Details.Resources)
+}
