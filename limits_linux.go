@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
@@ -45,8 +46,9 @@ type v1Hierarchy struct {
 // sessionLimits is one session's share: its v1 directories and what its
 // reused v2 cgroup had counted before it.
 type sessionLimits struct {
-	root  *limitRoot
-	v1    []string // the session's directory in each of root.v1, in order
+	root     *limitRoot
+	v1       []string    // the session's directory in each of root.v1, in order; fixed after attach
+	released atomic.Bool // release ran: the directories are gone (or reused)
 	tasks []int    // O_WRONLY descriptors of their tasks files, closed after the spawn
 	// Counters of a reused v2 cgroup at the session's start.
 	baseCPUUsec, baseOOM int64
@@ -358,13 +360,12 @@ func cpuQuota(cores float64) int64 { return int64(cores * cpuPeriod) }
 // gone (empty: the v2 cgroup was seen empty); a directory that cannot be
 // removed yet is retried later. Nil-safe.
 func (sl *sessionLimits) release(empty bool) {
-	if sl == nil {
+	if sl == nil || !sl.released.CompareAndSwap(false, true) {
 		return
 	}
 	sl.closeTasks()
 	if !empty {
 		sl.root.keepDirty(sl.v1...)
-		sl.v1 = nil
 		return
 	}
 	for _, dir := range sl.v1 {
@@ -372,7 +373,6 @@ func (sl *sessionLimits) release(empty bool) {
 			sl.root.keepDirty(dir)
 		}
 	}
-	sl.v1 = nil
 	sl.root.retryDirty()
 }
 

@@ -95,7 +95,7 @@ func TestProcessListPollLog(t *testing.T) {
 		res := mustProcess(t, sc, &ProcessRequest{Action: "list"})
 		lines := strings.Split(res.Text(), "\n")
 		require.Len(t, lines, 2)
-		assert.Regexp(t, `^`+running+` running   \d+(ms|s) :: python3 x.py$`, lines[0])
+		assert.Regexp(t, `^`+running+` running   \d+(ms|s) :: python3 x.py(  \[[^]]*\])?$`, lines[0], "a running line may end with its resources")
 		assert.Regexp(t, `^`+done+` completed \d+(ms|s) :: `+regexp.QuoteMeta("env BGEXEC_TEST_HELPER=1")+`$`, lines[1])
 		require.Len(t, res.Details.Sessions, 2)
 		s := res.Details.Sessions[1]

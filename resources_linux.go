@@ -74,6 +74,9 @@ func sessionResources(s *session.Session) *Resources {
 // counters fills in the cgroup's CPU, memory and task counters; a counter
 // it cannot read stays -1.
 func (c *sessionCgroup) counters(r *Resources) {
+	if c.lim != nil && c.lim.released.Load() {
+		return // ended: its cgroup may serve another session already
+	}
 	var base int64
 	if c.lim != nil {
 		base = c.lim.baseCPUUsec
