@@ -32,8 +32,39 @@ type limitRoot struct {
 	v2     map[string]bool // controllers enabled in the registry's subtree_control
 	v1     []*v1Hierarchy  // hierarchies used for the controllers v2 lacks
 
-	mu    sync.Mutex // guards dirty
-	dirty []string   // v1 session directories whose rmdir failed, retried
+	kick func() // wakes the sweeper, which calls retryDirty; set once at NewRegistry
+
+	mu     sync.Mutex // guards the fields below
+	dirty  []string   // v1 session directories of ended sessions, to remove
+	spare  [][]string // emptied sets of v1 session directories, for reuse
+	closed bool
+}
+
+// takeSpare returns an emptied set of v1 session directories, or nil.
+// A mkdir in a v1 memory hierarchy costs about as much as the fork.
+func (l *limitRoot) takeSpare() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.spare)
+	if n == 0 {
+		return nil
+	}
+	set := l.spare[n-1]
+	l.spare[n-1] = nil
+	l.spare = l.spare[:n-1]
+	return set
+}
+
+// keepSpare keeps an emptied set for reuse unless enough are kept or the
+// registry is closing; it reports whether it did.
+func (l *limitRoot) keepSpare(set []string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || len(l.spare) >= maxSpareCgroups || len(set) == 0 {
+		return false
+	}
+	l.spare = append(l.spare, set)
+	return true
 }
 
 // v1Hierarchy is one cgroup v1 hierarchy used for a controller.
@@ -49,9 +80,11 @@ type sessionLimits struct {
 	root     *limitRoot
 	v1       []string    // the session's directory in each of root.v1, in order; fixed after attach
 	released atomic.Bool // release ran: the directories are gone (or reused)
-	tasks []int    // O_WRONLY descriptors of their tasks files, closed after the spawn
+	tasks    []int       // O_WRONLY descriptors of their tasks files, closed after the spawn
 	// Counters of a reused v2 cgroup at the session's start.
 	baseCPUUsec, baseOOM int64
+	// oom_kill of a reused v1 memory directory at the session's start.
+	baseOOMv1 int64
 }
 
 // The cgroup files of each controller.
@@ -278,25 +311,37 @@ func (l *limitRoot) attach(c *sessionCgroup) error {
 	} else if err := l.writeV2(c.dir); err != nil {
 		return err
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "s-" + hex.EncodeToString(b[:])
-	for _, h := range l.v1 {
-		dir := filepath.Join(h.dir, name)
-		if err := unix.Mkdir(dir, 0o755); err != nil {
-			sl.release(true)
-			return &os.PathError{Op: "mkdir", Path: dir, Err: err}
+	fail := func(err error) error {
+		sl.released.Store(true)
+		sl.closeTasks()
+		l.keepDirty(sl.v1...)
+		return err
+	}
+	if set := l.takeSpare(); set != nil {
+		sl.v1 = set
+		if dir := sl.v1Dir("memory"); dir != "" {
+			sl.baseOOMv1 = readKey(filepath.Join(dir, "memory.oom_control"), "oom_kill")
 		}
-		sl.v1 = append(sl.v1, dir)
-		if err := l.writeV1(h.ctrl, dir); err != nil {
-			sl.release(true)
-			return err
+	} else {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		name := "s-" + hex.EncodeToString(b[:])
+		for _, h := range l.v1 {
+			dir := filepath.Join(h.dir, name)
+			if err := unix.Mkdir(dir, 0o755); err != nil {
+				return fail(&os.PathError{Op: "mkdir", Path: dir, Err: err})
+			}
+			sl.v1 = append(sl.v1, dir)
+			if err := l.writeV1(h.ctrl, dir); err != nil {
+				return fail(err)
+			}
 		}
+	}
+	for _, dir := range sl.v1 {
 		path := filepath.Join(dir, "tasks")
 		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			sl.release(true)
-			return &os.PathError{Op: "open", Path: path, Err: err}
+			return fail(&os.PathError{Op: "open", Path: path, Err: err})
 		}
 		sl.tasks = append(sl.tasks, fd)
 	}
@@ -364,16 +409,15 @@ func (sl *sessionLimits) release(empty bool) {
 		return
 	}
 	sl.closeTasks()
-	if !empty {
-		sl.root.keepDirty(sl.v1...)
+	if empty && sl.root.keepSpare(sl.v1) {
 		return
 	}
-	for _, dir := range sl.v1 {
-		if err := unix.Rmdir(dir); err != nil && err != unix.ENOENT {
-			sl.root.keepDirty(dir)
-		}
+	// The rmdirs wait for the sweeper: a cgroup v1 rmdir can take a
+	// millisecond, which would delay every session's end.
+	sl.root.keepDirty(sl.v1...)
+	if empty && sl.root.kick != nil {
+		sl.root.kick()
 	}
-	sl.root.retryDirty()
 }
 
 func (sl *sessionLimits) closeTasks() {
@@ -392,8 +436,12 @@ func (l *limitRoot) keepDirty(dirs ...string) {
 	l.dirty = append(l.dirty, dirs...)
 }
 
-// retryDirty removes the v1 session directories that have emptied since.
+// retryDirty removes the v1 session directories of ended sessions (those
+// still busy stay for the next call). Nil-safe.
 func (l *limitRoot) retryDirty() {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	left := l.dirty[:0]
@@ -412,6 +460,13 @@ func (l *limitRoot) remove() {
 	if l == nil {
 		return
 	}
+	l.mu.Lock()
+	l.closed = true
+	for _, set := range l.spare {
+		l.dirty = append(l.dirty, set...)
+	}
+	l.spare = nil
+	l.mu.Unlock()
 	l.retryDirty()
 	for _, h := range l.v1 {
 		_ = unix.Close(h.home)
@@ -484,7 +539,7 @@ func (c *osChild) OOMKilled() bool {
 		return readKey(filepath.Join(cg.dir, "memory.events"), "oom_kill")-cg.lim.baseOOM > 0
 	}
 	if dir := cg.lim.v1Dir("memory"); dir != "" {
-		return readKey(filepath.Join(dir, "memory.oom_control"), "oom_kill") > 0
+		return readKey(filepath.Join(dir, "memory.oom_control"), "oom_kill")-cg.lim.baseOOMv1 > 0
 	}
 	return false
 }

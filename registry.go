@@ -124,6 +124,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		limits:    lim,
 	}
 	r.spawn = r.spawnContained
+	lim.kick = func() { kick(r.sweepKick) }
 	r.goroutines.Add(2)
 	go func() {
 		defer r.goroutines.Done()
@@ -456,6 +457,7 @@ func (r *Registry) sweep() {
 		if r.cgroups != nil && r.cgroups.retryDirty(dirtyBound) > 0 {
 			next = min(next, dirtyRetry)
 		}
+		r.limits.retryDirty()
 		if r.enforceOutputBudget() {
 			next = min(next, budgetRecheck)
 		}

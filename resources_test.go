@@ -91,7 +91,8 @@ print("port", s.getsockname()[1]); sys.stdin.readline()'`, Background: true, Std
 	require.NotNil(t, poll.Details.Resources)
 	require.Len(t, poll.Details.Resources.Ports, 1)
 	mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "\n", EOF: true})
-	poll = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(60000))})
+	require.NoError(t, awaitEnd(testCtx(t), sessionOf(reg, id)))
+	poll = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
 	assert.True(t, strings.HasSuffix(poll.Text(), "Process exited with code 0. Its listening port :"+port+" is closed."), poll.Text())
 	assert.Nil(t, poll.Details.Resources)
 }

@@ -53,7 +53,10 @@ func escapeWarning([]procRef) string     { return "" }
 func setWinsize(*os.File, uint16, uint16) error { return errPlatform }
 func canonicalMode(string) bool                 { return false }
 
-type limitRoot struct{ report ContainmentReport }
+type limitRoot struct {
+	report ContainmentReport
+	kick   func()
+}
 
 type sessionLimits struct{}
 
@@ -61,6 +64,7 @@ func newLimitRoot(*cgroupRoot, error, Limits) *limitRoot  { return &limitRoot{} 
 func (*limitRoot) warnings(bool) (all, explicit []string) { return nil, nil }
 func (*limitRoot) attach(*sessionCgroup) error            { return errPlatform }
 func (*limitRoot) remove()                                {}
+func (*limitRoot) retryDirty()                            {}
 
 func descriptorRefusal() string { return "" }
 
