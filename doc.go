@@ -165,6 +165,77 @@
 // from /proc before the kill, with what is left, and says which may have
 // escaped. [ContainmentRequired] makes NewRegistry fail without cgroups.
 //
+// # Limits and the resource view
+//
+// [Config.Limits] gives every session a memory limit, a task limit
+// (default 4096, so a fork bomb fails its own forks and nobody else's)
+// and a CPU quota, through the session's cgroup. Each controller comes
+// from the cgroup v2 tree when the parent of the registry's cgroup
+// delegates it: the registry's cgroup holds no process, so it may enable
+// the controller in its own cgroup.subtree_control for its session
+// cgroups (memory.max and memory.swap.max 0, pids.max, cpu.max). On a
+// hybrid host, where the v2 tree lacks the controller and a v1 hierarchy
+// has it (memory, pids, cpu under /sys/fs/cgroup/<controller>), the
+// registry makes a directory below this process's v1 cgroup and a child
+// per session (memory.limit_in_bytes and memory.memsw.limit_in_bytes,
+// pids.max, cpu.cfs_quota_us over a 100 ms period). cgroup v1 has no
+// clone-into-cgroup, and moving a child after it started races with its
+// first fork; but v1 membership is per thread and a child inherits its
+// forking thread's. So the child is forked from a goroutine locked to its
+// OS thread, which writes its thread id into each session directory's
+// tasks file, forks, and writes it back into this process's cgroups (a
+// thread that cannot be moved back is ended with its goroutine, never
+// reused). While a thread is locked, the Go runtime creates new threads
+// from its template thread, so none inherits a session's cgroups. The
+// memory controller is used even without a memory limit: it gives the
+// resource view its memory figure. Emptied v1 directories are kept for
+// reuse (four per registry, their oom_kill counters taken as a baseline;
+// page cache a previous session left charged may show in the next one's
+// memory figure) and removed by the sweeper, off the exit path.
+//
+// A limit set in the Config that no controller can apply makes
+// NewRegistry fail under [ContainmentRequired] and logs a warning
+// (Config.Logger, else slog.Default) otherwise; the default task limit
+// only warns, so hosts without a delegated pids controller keep working.
+// [Registry.Containment] says, per limit, whether it is applied and by
+// which file. The hand-written cgroup code is a few files written once
+// per session; github.com/containerd/cgroups/v3 was weighed and not used:
+// its cgroup1 and cgroup2 packages bring cilium/ebpf, dbus, systemd,
+// logrus and protobuf, remove cgroups with sleeping retries, and have no
+// thread-level move for the fork above.
+//
+// A session the kernel's OOM killer hit (oom_kill in memory.events or
+// memory.oom_control grew) ends "failed" with exitReason "oom" and the
+// text "Command killed: out of memory (limit 64 MiB).", unless it was
+// killed or timed out first, or exited 0 anyway (`hog || true`).
+//
+// Quotas are checked before anything is spawned: [Config.MaxSessions]
+// (1024) and [Config.MaxSessionsPerScope] (64) count running sessions,
+// foreground runs and sessions kept for their leftovers included; and a
+// session is refused when it would leave the host process fewer than a
+// twentieth of RLIMIT_NOFILE (at least 64) free descriptors, counted from
+// /proc/self/fd (one stat on Linux 6.2+). [Config.MaxTimeoutSec] caps
+// every exec timeout, "none" included, with a warning line when the call
+// asked for more; it caps Config.TimeoutSec silently. [Config.MaxOutputBytes]
+// (1 GiB) bounds the output all sessions retain together: the sweeper
+// looks after every session end (and every 2 s while the total is above
+// half the budget), and cuts the sessions that ended first down to their
+// last 2000 characters, with the retention notice, until the total fits.
+// Running sessions are never cut: their share is bounded by the
+// per-session caps and MaxSessions.
+//
+// list entries and poll details of running sessions carry resources:
+// cpuMs (cpu.stat usage_usec, present in every v2 cgroup), memoryBytes
+// (memory.current or memory.usage_in_bytes; without a memory cgroup the
+// sum of resident sets), tasks (pids.current; else the process count)
+// and ports, the TCP sockets in LISTEN state (github.com/prometheus/procfs
+// reads /proc/<pid>/net/tcp and tcp6 in the session's network namespace)
+// whose inodes are among the session processes' descriptors. The list
+// line ends with "  [:3000, 412 MiB]". The ports last seen by such a look
+// (or by kill, which looks first) are named when the session ends: poll's
+// exit line and kill's text add "Its listening port :3000 is closed.".
+// A server that exits before anybody looked is not named.
+//
 // # When the host dies
 //
 // If the embedding process dies without calling Close, even by SIGKILL,
