@@ -174,6 +174,7 @@ func (sc *Scope) list() *Result {
 	sessions := sc.reg.list(sc.key) // newest first
 	lines := make([]string, 0, len(sessions))
 	var running, finished []SessionInfo
+	scan := newResourceScan()
 	for _, l := range sessions {
 		s, sn := l.s, &l.sn
 		info := SessionInfo{
@@ -184,7 +185,7 @@ func (sc *Scope) list() *Result {
 		}
 		line := fmt.Sprintf("%s %-9s %s :: %s", s.ID(), sn.Status, compactDuration(sn.Runtime), s.Name())
 		if !sn.Ended {
-			info.Resources = sessionResources(s)
+			info.Resources = scan.of(s)
 			lines = append(lines, line+info.Resources.listSuffix())
 			running = append(running, info)
 			continue

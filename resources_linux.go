@@ -4,6 +4,7 @@ package bgexec
 
 import (
 	"cmp"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,18 +17,33 @@ import (
 // tcpListen is the state number of a listening socket in /proc/net/tcp.
 const tcpListen = 10
 
-// sessionResources reads what a running session uses now, and records
-// its listening ports with it for the text of its end. It returns nil
-// for a session that is not a real process.
-func sessionResources(s *session.Session) *Resources {
-	c, ok := s.Process().(*osChild)
-	if !ok {
-		return nil
-	}
+// resourceScan reads the resources of sessions for one call; the TCP
+// tables of each network namespace are read once per scan. Not safe for
+// concurrent use.
+type resourceScan struct {
+	fs     procfs.FS
+	err    error
+	tables map[string]map[uint64]Listener // by network namespace: listening sockets by inode
+}
+
+func newResourceScan() *resourceScan {
 	fs, err := procfs.NewFS("/proc")
-	if err != nil {
+	return &resourceScan{fs: fs, err: err, tables: make(map[string]map[uint64]Listener)}
+}
+
+// sessionResources reads what a running session uses now (see
+// [resourceScan.of]).
+func sessionResources(s *session.Session) *Resources { return newResourceScan().of(s) }
+
+// of reads what a running session uses now, and records its listening
+// ports with it for the text of its end. It returns nil for a session
+// that is not a real process.
+func (rs *resourceScan) of(s *session.Session) *Resources {
+	c, ok := s.Process().(*osChild)
+	if !ok || rs.err != nil {
 		return nil
 	}
+	fs := rs.fs
 	var pids []int
 	if c.cg != nil {
 		pids, _ = c.cg.procs() // an unreadable cgroup shows as idle
@@ -63,7 +79,7 @@ func sessionResources(s *session.Session) *Resources {
 	if r.Tasks < 0 {
 		r.Tasks = len(pids)
 	}
-	r.Ports = listeners(fs, pids)
+	r.Ports = rs.listeners(pids)
 	if r.Ports == nil {
 		r.Ports = []Listener{}
 	}
@@ -109,11 +125,11 @@ func (c *sessionCgroup) counters(r *Resources) {
 // listeners returns the listening TCP sockets among the descriptors of
 // pids, from the TCP tables of the first one's network namespace (a
 // sandboxed session may have its own).
-func listeners(fs procfs.FS, pids []int) []Listener {
-	inodes := make(map[uint64]bool)
+func (rs *resourceScan) listeners(pids []int) []Listener {
+	var inodes []uint64
 	netPid := 0
 	for _, pid := range pids {
-		p, err := fs.Proc(pid)
+		p, err := rs.fs.Proc(pid)
 		if err != nil {
 			continue
 		}
@@ -124,7 +140,7 @@ func listeners(fs procfs.FS, pids []int) []Listener {
 		for _, t := range targets {
 			if v, ok := strings.CutPrefix(t, "socket:["); ok {
 				if ino, err := strconv.ParseUint(strings.TrimSuffix(v, "]"), 10, 64); err == nil {
-					inodes[ino] = true
+					inodes = append(inodes, ino)
 					if netPid == 0 {
 						netPid = pid
 					}
@@ -135,24 +151,46 @@ func listeners(fs procfs.FS, pids []int) []Listener {
 	if len(inodes) == 0 {
 		return nil
 	}
-	nfs, err := procfs.NewFS("/proc/" + strconv.Itoa(netPid))
-	if err != nil {
-		return nil
-	}
+	table := rs.table(netPid)
 	var out []Listener
-	for _, read := range []func() (procfs.NetTCP, error){nfs.NetTCP, nfs.NetTCP6} {
-		lines, err := read()
-		if err != nil {
-			continue // no IPv6, or the process is gone
-		}
-		for _, l := range lines {
-			if l.St == tcpListen && inodes[l.Inode] {
-				out = append(out, Listener{Port: int(l.LocalPort), Address: l.LocalAddr.String()})
-			}
+	for _, ino := range inodes {
+		if l, ok := table[ino]; ok {
+			out = append(out, l)
 		}
 	}
 	slices.SortFunc(out, func(a, b Listener) int {
 		return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address))
 	})
 	return slices.Compact(out)
+}
+
+// table returns the listening sockets of pid's network namespace, by
+// inode, read once per scan and namespace.
+func (rs *resourceScan) table(pid int) map[uint64]Listener {
+	ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	if err == nil {
+		if t, ok := rs.tables[ns]; ok {
+			return t
+		}
+	}
+	t := make(map[uint64]Listener)
+	nfs, ferr := procfs.NewFS("/proc/" + strconv.Itoa(pid))
+	if ferr != nil {
+		return t
+	}
+	for _, read := range []func() (procfs.NetTCP, error){nfs.NetTCP, nfs.NetTCP6} {
+		lines, err := read()
+		if err != nil {
+			continue // no IPv6, or the process is gone
+		}
+		for _, l := range lines {
+			if l.St == tcpListen {
+				t[l.Inode] = Listener{Port: int(l.LocalPort), Address: l.LocalAddr.String()}
+			}
+		}
+	}
+	if err == nil {
+		rs.tables[ns] = t
+	}
+	return t
 }

@@ -69,3 +69,8 @@ func (*limitRoot) retryDirty()                            {}
 func descriptorRefusal() string { return "" }
 
 func sessionResources(any) *Resources { return nil }
+
+type resourceScan struct{}
+
+func newResourceScan() *resourceScan    { return nil }
+func (*resourceScan) of(any) *Resources { return nil }
