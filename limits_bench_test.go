@@ -23,7 +23,11 @@ func BenchmarkExecLimits(b *testing.B) {
 	b.Run("exec", func(b *testing.B) {
 		lim := newBenchRegistry(b, cfg).Scope("bench")
 		bare := newBenchRegistry(b, cfg)
-		bare.limits.v1, bare.limits.v2 = nil, nil // before any spawn: no other goroutine reads them yet
+		// Before any spawn, when no other goroutine reads them yet; given
+		// back before Close (cleanups run last first), which removes them.
+		v1, v2 := bare.limits.v1, bare.limits.v2
+		bare.limits.v1, bare.limits.v2 = nil, nil
+		b.Cleanup(func() { bare.limits.v1, bare.limits.v2 = v1, v2 })
 		base := bare.Scope("bench")
 		var p benchPair
 		for i := 0; b.Loop(); i++ {

@@ -230,6 +230,7 @@ func newV1Hierarchy(ctrl, name, limitFile string) (*v1Hierarchy, error) {
 		return nil, err
 	}
 	home := filepath.Join(mnt, rel)
+	removeStaleV1(home)
 	dir := filepath.Join(home, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
@@ -244,6 +245,28 @@ func newV1Hierarchy(ctrl, name, limitFile string) (*v1Hierarchy, error) {
 		return nil, &os.PathError{Op: "open", Path: filepath.Join(home, "tasks"), Err: err}
 	}
 	return &v1Hierarchy{ctrl: ctrl, dir: dir, home: fd}, nil
+}
+
+// removeStaleV1 removes the v1 directories that registries of processes
+// that no longer exist left in home. The watchdog empties a dead host's
+// sessions through its v2 cgroup, but knows nothing of the v1
+// directories; they are empty, and rmdir refuses any that is not.
+func removeStaleV1(home string) {
+	dirs, _ := filepath.Glob(filepath.Join(home, "bgexec-*-*"))
+	for _, dir := range dirs {
+		pid, err := strconv.Atoi(strings.SplitN(filepath.Base(dir), "-", 3)[1])
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil || !errors.Is(err, os.ErrNotExist) {
+			continue // alive, or cannot tell
+		}
+		subs, _ := filepath.Glob(filepath.Join(dir, "s-*"))
+		for _, sub := range subs {
+			_ = unix.Rmdir(sub) // Best effort: a busy one keeps its parent.
+		}
+		_ = unix.Rmdir(dir)
+	}
 }
 
 // v1Mount finds the mount point of the v1 hierarchy with ctrl and this

@@ -207,16 +207,33 @@ func throttledPeriods(t *testing.T, s *session.Session) int64 {
 	return readKey(filepath.Join(c.cg.lim.v1Dir("cpu"), "cpu.stat"), "nr_throttled")
 }
 
-// v1DirsLeft lists the registry's cgroup v1 directories that remain.
-func v1DirsLeft(t *testing.T, reg *Registry) []string {
-	t.Helper()
-	var left []string
-	for _, h := range reg.limits.v1 {
-		if _, err := os.Stat(h.dir); err == nil {
-			left = append(left, h.dir)
-			ents, _ := filepath.Glob(filepath.Join(h.dir, "s-*"))
-			left = append(left, ents...)
-		}
+// The cgroup v1 directories of a registry whose host died (the watchdog
+// empties only its v2 cgroup) are removed by the next registry.
+func TestLimitsStaleV1DirectoriesRemoved(t *testing.T) {
+	t.Parallel()
+	reg := limitedRegistry(t, Config{})
+	if len(reg.limits.v1) == 0 {
+		t.Skip("no cgroup v1 hierarchy in use here")
 	}
-	return left
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	home := filepath.Dir(reg.limits.v1[0].dir)
+	stale := filepath.Join(home, fmt.Sprintf("bgexec-%d-deadbeef", dead.Process.Pid))
+	require.NoError(t, os.Mkdir(stale, 0o755))
+	require.NoError(t, os.Mkdir(filepath.Join(stale, "s-0123"), 0o755))
+	next := limitedRegistry(t, Config{})
+	require.NotEmpty(t, next.limits.v1)
+	_, err := os.Stat(stale)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the dead host's directory is removed")
+	// And a registry's own directories go with its Close.
+	dirs := []string{}
+	for _, h := range next.limits.v1 {
+		dirs = append(dirs, h.dir)
+	}
+	mustExec(t, next.Scope("a"), &ExecRequest{Command: "true"})
+	require.NoError(t, next.Close(testCtx(t)))
+	for _, d := range dirs {
+		_, err := os.Stat(d)
+		assert.ErrorIs(t, err, os.ErrNotExist, d)
+	}
 }

@@ -4,6 +4,9 @@ package bgexec
 
 import (
 	"cmp"
+	"encoding/binary"
+	"encoding/hex"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,9 +16,6 @@ import (
 	"github.com/bgexec/bgexec/internal/session"
 	"github.com/prometheus/procfs"
 )
-
-// tcpListen is the state number of a listening socket in /proc/net/tcp.
-const tcpListen = 10
 
 // resourceScan reads the resources of sessions for one call; the TCP
 // tables of each network namespace are read once per scan. Not safe for
@@ -174,23 +174,44 @@ func (rs *resourceScan) table(pid int) map[uint64]Listener {
 		}
 	}
 	t := make(map[uint64]Listener)
-	nfs, ferr := procfs.NewFS("/proc/" + strconv.Itoa(pid))
-	if ferr != nil {
-		return t
-	}
-	for _, read := range []func() (procfs.NetTCP, error){nfs.NetTCP, nfs.NetTCP6} {
-		lines, err := read()
+	for _, name := range []string{"tcp", "tcp6"} {
+		// procfs's NetTCP is deprecated in favour of netlink; the table's
+		// format is stable and small to read.
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/net/" + name)
 		if err != nil {
 			continue // no IPv6, or the process is gone
 		}
-		for _, l := range lines {
-			if l.St == tcpListen {
-				t[l.Inode] = Listener{Port: int(l.LocalPort), Address: l.LocalAddr.String()}
-			}
-		}
+		parseListeners(string(b), t)
 	}
 	if err == nil {
 		rs.tables[ns] = t
 	}
 	return t
+}
+
+// parseListeners adds the LISTEN sockets of a /proc/net/tcp{,6} table to
+// t, by inode. A line is "sl local rem st tx:rx tr:when retrnsmt uid
+// timeout inode …", local being the address in hex (32-bit words in host
+// order) and the port in hex.
+func parseListeners(table string, t map[uint64]Listener) {
+	for _, line := range strings.Split(table, "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 10 || f[3] != "0A" { // TCP_LISTEN
+			continue
+		}
+		addr, port, ok := strings.Cut(f[1], ":")
+		if !ok {
+			continue
+		}
+		p, err1 := strconv.ParseUint(port, 16, 16)
+		ino, err2 := strconv.ParseUint(f[9], 10, 64)
+		ip, err3 := hex.DecodeString(addr)
+		if err1 != nil || err2 != nil || err3 != nil || (len(ip) != 4 && len(ip) != 16) {
+			continue
+		}
+		for i := 0; i < len(ip); i += 4 {
+			binary.BigEndian.PutUint32(ip[i:], binary.NativeEndian.Uint32(ip[i:]))
+		}
+		t[ino] = Listener{Port: int(p), Address: net.IP(ip).String()}
+	}
 }
