@@ -168,7 +168,8 @@ type Config struct {
 	// MaxTimeoutSec is a hard cap in seconds on every exec timeout: no
 	// call may run longer or disable its timeout (timeout 0 or negative
 	// gets the cap), and a call that asked for more gets a warning line.
-	// It also caps TimeoutSec. Zero means no cap.
+	// It also caps TimeoutSec, and how long a process poll or wait blocks
+	// (silently). Zero means no cap.
 	MaxTimeoutSec float64
 	// MaxOutputBytes is the budget in bytes for the output all sessions
 	// retain together. Past it, the retained output of the sessions that

@@ -147,6 +147,16 @@ func capTimeout(t, limit time.Duration, requested *float64) (time.Duration, stri
 	return limit, fmt.Sprintf("Warning: the timeout is capped at %s seconds by the host (requested: %s).", formatSeconds(limit), asked)
 }
 
+// capWait applies MaxTimeoutSec to how long a poll or wait blocks, so no
+// call runs longer than the cap; silently, since the call ends early with
+// its usual "still running" answer.
+func capWait(d, limit time.Duration) time.Duration {
+	if limit > 0 {
+		return min(d, limit)
+	}
+	return d
+}
+
 // quotas counts the running sessions, in all and per scope, so that an
 // exec beyond MaxSessions or MaxSessionsPerScope is refused before
 // anything is spawned. A slot is taken before the spawn and given back

@@ -237,3 +237,20 @@ func TestLimitsStaleV1DirectoriesRemoved(t *testing.T) {
 		assert.ErrorIs(t, err, os.ErrNotExist, d)
 	}
 }
+
+func TestLimitsTexts(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]string{
+		900: "900 B", 64 << 20: "64 MiB", 1536 << 20: "1.5 GiB", 412 << 20: "412 MiB",
+		100000000: "95.4 MiB", 3 << 10: "3 KiB",
+	} {
+		assert.Equal(t, want, formatBytes(n), n)
+	}
+	assert.Equal(t, "Command killed: out of memory (limit 64 MiB).", oomText(64<<20))
+	assert.Equal(t, "Exec failed (warm-falcon, out of memory)",
+		exitEventText("warm-falcon", &session.Exit{Reason: session.ReasonOOM, Signal: "SIGKILL", MemoryLimit: 64 << 20}, ""))
+	r := &Resources{MemoryBytes: 412 << 20, Ports: []Listener{{3000, "0.0.0.0"}, {3000, "::"}, {5173, "127.0.0.1"}}}
+	assert.Equal(t, "  [:3000, :5173, 412 MiB]", r.listSuffix())
+	assert.Equal(t, "", (&Resources{Ports: []Listener{}}).listSuffix())
+	assert.Equal(t, " Its listening ports :3000, :5173 are closed.", closedPortsNote(r.portNames()))
+}

@@ -226,7 +226,7 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 		if ms != ms { // NaN
 			ms = 0
 		}
-		wait = time.Duration(ms * float64(time.Millisecond))
+		wait = capWait(time.Duration(ms*float64(time.Millisecond)), sc.reg.cfg.maxTimeout)
 	}
 	dr := s.Poll(ctx, wait)
 	sc.reg.retract(sc.key, dr.Retract)

@@ -82,7 +82,7 @@ func TestQuotasDescriptorReserve(t *testing.T) {
 	}
 	t.Logf("%d sessions started, then: %s", started, refusal)
 	require.Greater(t, started, 10)
-	assert.Regexp(t, `^Too few file descriptors left in the host process for another session \(\d+ of \d+ open, 64 kept in reserve for the host\)\. Kill or remove a session \(process list\) and retry\.$`, refusal)
+	assert.Regexp(t, `^Too few file descriptors left in the host process for another session \(\d+ of \d+ open, \d+ kept in reserve for the host\)\. Kill or remove a session \(process list\) and retry\.$`, refusal)
 	// The host keeps its reserve: it can open files.
 	var files []*os.File
 	for i := range 40 {
@@ -131,6 +131,16 @@ func TestQuotasTimeoutCap(t *testing.T) {
 	// A timeout within the cap is kept, without a warning.
 	res := mustExec(t, sc, &ExecRequest{Command: "echo quick", Timeout: ptr(0.5)})
 	assert.Equal(t, "quick", res.Text())
+
+	// A process wait blocks no longer than the cap either.
+	capped := newTestRegistry(t, Config{MaxTimeoutSec: 1, TimeoutSec: 60})
+	csc := capped.Scope("agent:cap")
+	bg := mustExec(t, csc, &ExecRequest{Command: "sleep 30", Background: true, Timeout: ptr(30.0)})
+	start := time.Now()
+	w := mustProcess(t, csc, &ProcessRequest{Action: "wait", SessionID: bg.Details.SessionID, Pattern: "never", Timeout: ptr(Number(600000))})
+	assert.Less(t, time.Since(start), 30*time.Second)
+	assert.Equal(t, "timeout", w.Details.Condition)
+	assert.True(t, strings.HasPrefix(w.Text(), "Timed out after 1000 ms"), w.Text())
 }
 
 // MaxOutputBytes: past the budget, the sessions that ended first lose

@@ -35,6 +35,9 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	if req.Port != 0 && (req.Port < 1 || req.Port > 65535) {
 		return failure(fmt.Sprintf("Invalid port %d: pass a TCP port from 1 to 65535.", req.Port)), nil
 	}
+	if c := sc.reg.cfg.maxTimeout; c > 0 {
+		timeoutMs = min(timeoutMs, float64(c.Milliseconds())) // MaxTimeoutSec
+	}
 	spec := session.WaitSpec{Timeout: time.Duration(timeoutMs * float64(time.Millisecond))}
 	if req.Pattern != "" {
 		re, err := regexp.Compile(req.Pattern)
