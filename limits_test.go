@@ -254,3 +254,36 @@ func TestLimitsTexts(t *testing.T) {
 	assert.Equal(t, "", (&Resources{Ports: []Listener{}}).listSuffix())
 	assert.Equal(t, " Its listening ports :3000, :5173 are closed.", closedPortsNote(r.portNames()))
 }
+
+// On a hybrid host the child enters its cgroup v1 directories before its
+// first instruction (it is forked from a thread that is in them), so
+// even the first process it forks is inside; and no thread of the host
+// stays in a session's cgroups afterwards. Not parallel: another test's
+// spawn would have a thread in its session's cgroups for a moment.
+func TestLimitsV1MembershipFromTheForkingThread(t *testing.T) {
+	reg := limitedRegistry(t, Config{Limits: Limits{MemoryBytes: 256 << 20, Tasks: 100, CPU: 2}})
+	if len(reg.limits.v1) == 0 {
+		t.Skip("no cgroup v1 hierarchy in use here")
+	}
+	sc := reg.Scope("agent:v1")
+	// The shell's first fork prints the cgroups it was born in.
+	res := mustExec(t, sc, &ExecRequest{Command: "cat /proc/self/cgroup; true"})
+	require.Equal(t, StatusCompleted, res.Details.Status, res.Text())
+	for _, h := range reg.limits.v1 {
+		name := filepath.Base(h.dir)
+		assert.Regexp(t, `(?m)^\d+:([a-z,]*,)?`+h.ctrl+`(,[a-z,]*)?:\S*/`+name+`/s-[0-9a-f]+$`, res.Text(), h.ctrl)
+	}
+	// Many spawns later, every host thread is back home.
+	for range 20 {
+		mustExec(t, sc, &ExecRequest{Command: "true"})
+	}
+	tasks, err := filepath.Glob("/proc/self/task/*/cgroup")
+	require.NoError(t, err)
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended
+		}
+		assert.NotContains(t, string(b), "/bgexec-", "%s is still in a session's cgroup", f)
+	}
+}
