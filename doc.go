@@ -170,10 +170,13 @@
 // [Config.Limits] gives every session a memory limit, a task limit
 // (default 4096, so a fork bomb fails its own forks and nobody else's)
 // and a CPU quota, through the session's cgroup. Each controller comes
-// from the cgroup v2 tree when the parent of the registry's cgroup
-// delegates it: the registry's cgroup holds no process, so it may enable
-// the controller in its own cgroup.subtree_control for its session
-// cgroups (memory.max and memory.swap.max 0, pids.max, cpu.max). On a
+// from the cgroup v2 tree when it is listed in the registry's
+// cgroup.controllers: the registry's cgroup holds no process, so it may
+// enable the controller in its own cgroup.subtree_control for its session
+// cgroups (memory.max and memory.swap.max 0, pids.max, cpu.max). It is
+// listed only if the host's own cgroup enables it for its children, which
+// the no-internal-process rule allows for the root cgroup only; placing
+// the registry's cgroup beside a delegated leaf is not done. On a
 // hybrid host, where the v2 tree lacks the controller and a v1 hierarchy
 // has it (memory, pids, cpu under /sys/fs/cgroup/<controller>), the
 // registry makes a directory below this process's v1 cgroup and a child
