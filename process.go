@@ -113,7 +113,8 @@ func floorLineArg(f float64) int {
 // it started); tool-level failures are Results with status "failed". Poll
 // and wait block at most their timeout and return early when ctx ends.
 // Process panics on a nil ctx. Safe for concurrent use.
-func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (*Result, error) {
+func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (res *Result, err error) {
+	defer func() { res = sc.withNotices(res) }()
 	if err := sc.begin(ctx, "process", req == nil); err != nil {
 		return nil, err
 	}
@@ -222,6 +223,8 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 		}
 		wait = time.Duration(ms * float64(time.Millisecond))
 	}
+	asked := wait
+	wait, capped := sc.reg.cfg.capWait(wait)
 	dr := s.Poll(ctx, wait)
 	sc.reg.retract(sc.key, dr.Retract)
 	sn := &dr.Snap
@@ -235,7 +238,11 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	if body == "" {
 		body = "(no new output)"
 	}
-	return textResult(withLossNotice(body, dr.Loss)+"\n\n"+exitLine(sn), d), nil
+	text := withLossNotice(body, dr.Loss) + "\n\n" + exitLine(sn)
+	if capped && !sn.Ended && dr.Text == "" {
+		text += "\n" + sc.reg.cfg.cappedNote("timeout", asked, "poll again to keep waiting.")
+	}
+	return textResult(text, d), nil
 }
 
 // retryAfter is the suggested poll delay after n consecutive empty polls:

@@ -59,6 +59,10 @@ type Registry struct {
 	// after which it starts no other call.
 	noteCalling    bool
 	notesAbandoned bool
+	// notices holds, per scope, the ended sessions whose exit notice the
+	// scope's next tool result may carry, in the order they ended
+	// (Config.ExitNoticesInResults).
+	notices map[string][]*session.Session
 }
 
 // NewRegistry returns a registry configured by cfg (zero Config = the
@@ -208,6 +212,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	clear(r.sessions)
 	clear(r.byScope)
 	clear(r.expiryOf)
+	clear(r.notices)
 	r.expiry = nil
 	r.mu.Unlock()
 	close(r.closeDone)
@@ -329,6 +334,7 @@ func (r *Registry) forget(s *session.Session) {
 	if r.retired == nil {
 		r.retired = make(map[string]struct{})
 	}
+	r.dropNoticeLocked(s)
 	r.retired[id] = struct{}{}
 	r.retiredQ = append(r.retiredQ, id)
 	if len(r.retiredQ) > maxRetiredIDs {
@@ -405,6 +411,7 @@ func (r *Registry) sessionEnded(s *session.Session) {
 		r.expiryOf[s] = e
 	}
 	r.mu.Unlock()
+	r.addNotice(s)
 	r.enqueueNote(s)
 	kick(r.sweepKick)
 }

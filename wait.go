@@ -35,7 +35,10 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	if req.Port != 0 && (req.Port < 1 || req.Port > 65535) {
 		return failure(fmt.Sprintf("Invalid port %d: pass a TCP port from 1 to 65535.", req.Port)), nil
 	}
-	spec := session.WaitSpec{Timeout: time.Duration(timeoutMs * float64(time.Millisecond))}
+	asked := time.Duration(timeoutMs * float64(time.Millisecond))
+	spec := session.WaitSpec{Timeout: asked}
+	var capped bool
+	spec.Timeout, capped = sc.reg.cfg.capWait(asked)
 	if req.Pattern != "" {
 		re, err := regexp.Compile(req.Pattern)
 		if err != nil {
@@ -69,6 +72,9 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 		}
 	default:
 		head = fmt.Sprintf("Timed out after %s ms; the condition did not hold.", strconv.FormatFloat(timeoutMs, 'f', -1, 64))
+		if capped {
+			head = "The condition did not hold yet. " + sc.reg.cfg.cappedNote("timeout", asked, "call wait again to keep waiting.")
+		}
 	}
 	if sn.Ended {
 		exitDetails(&d, &sn.Exit)
