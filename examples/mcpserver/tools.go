@@ -76,11 +76,11 @@ func instructionsFor(notices bool) string {
 // (details.aggregated, details.tail) would double every result, so the
 // structured content carries the status fields only.
 type toolOutput struct {
-	Status     bgexec.Status     `json:"status"`
-	SessionID  string            `json:"sessionId,omitempty"`
-	Pid        int               `json:"pid,omitempty"`
-	StartedAt  int64             `json:"startedAt,omitempty"`
-	Cwd        string            `json:"cwd,omitempty"`
+	Status    bgexec.Status `json:"status"`
+	SessionID string        `json:"sessionId,omitempty"`
+	Pid       int           `json:"pid,omitempty"`
+	StartedAt int64         `json:"startedAt,omitempty"`
+	Cwd       string        `json:"cwd,omitempty"`
 	// ExitCode is a number, or null on an ended exec without one (as
 	// the details carry it), and absent where no exit applies.
 	ExitCode   json.RawMessage   `json:"exitCode,omitempty"`
