@@ -72,6 +72,7 @@ func (b *syncBuffer) String() string {
 
 // client is one MCP client connected to its own server process.
 type client struct {
+	mc       *mcp.Client
 	cs       *mcp.ClientSession
 	cmd      *exec.Cmd
 	logs     chan *mcp.LoggingMessageParams
@@ -119,6 +120,7 @@ func connectWith(t *testing.T, bin string, opts *mcp.ClientOptions, args ...stri
 		}
 	})
 	mc := mcp.NewClient(&mcp.Implementation{Name: "bgexec-test", Version: "v0"}, c.options(opts))
+	c.mc = mc
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	cs, err := mc.Connect(ctx, &mcp.CommandTransport{Command: c.cmd}, nil)
