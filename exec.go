@@ -71,6 +71,11 @@ type ExecRequest struct {
 // returned. A Go error means the call could not be made (nil request,
 // registry closed, ctx ended); everything else is a Result. Exec panics on a
 // nil ctx. Safe for concurrent use.
+//
+// With Config.MaxCallWaitMs the yield window is at most that long. With
+// Config.ExitNoticesInResults the text starts with the scope's exit
+// notices not yet shown (see the package documentation); Process and Call
+// do the same.
 func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err error) {
 	defer func() { res = sc.withNotices(res) }()
 	if err := sc.begin(ctx, "exec", req == nil); err != nil {

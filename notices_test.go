@@ -3,6 +3,7 @@
 package bgexec
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -178,4 +179,37 @@ func TestMaxCallWait(t *testing.T) {
 		assert.Equal(t, "(no new output)\n\nProcess still running.", res.Text())
 		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	})
+}
+
+// BenchmarkNoticeCheck measures what ExitNoticesInResults adds to a call
+// with no notice due (the common case): a list of 10 sessions with the
+// option on, against the same list with it off (baseline).
+func BenchmarkNoticeCheck(b *testing.B) {
+	for _, on := range []bool{true, false} {
+		name := "notices-on"
+		if !on {
+			name = "baseline-off"
+		}
+		b.Run(name, func(b *testing.B) {
+			reg, err := NewRegistry(Config{ExitNoticesInResults: on})
+			require.NoError(b, err)
+			b.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				require.NoError(b, reg.Close(ctx))
+			})
+			sc := reg.Scope("a")
+			for range 10 {
+				res, err := sc.Exec(b.Context(), &ExecRequest{Command: "exec sleep 300", Background: true})
+				require.NoError(b, err)
+				require.Equal(b, StatusRunning, res.Details.Status)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := sc.Process(b.Context(), &ProcessRequest{Action: "list"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

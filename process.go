@@ -111,8 +111,10 @@ func floorLineArg(f float64) int {
 // Process runs one process action (the process tool). A Go error means the
 // call could not be made (nil request, registry closed, ctx ended before
 // it started); tool-level failures are Results with status "failed". Poll
-// and wait block at most their timeout and return early when ctx ends.
-// Process panics on a nil ctx. Safe for concurrent use.
+// and wait block at most their timeout (and Config.MaxCallWaitMs) and
+// return early when ctx ends. With Config.ExitNoticesInResults the text
+// starts with the scope's exit notices not yet shown. Process panics on a
+// nil ctx. Safe for concurrent use.
 func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (res *Result, err error) {
 	defer func() { res = sc.withNotices(res) }()
 	if err := sc.begin(ctx, "process", req == nil); err != nil {
