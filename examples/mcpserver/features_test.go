@@ -215,12 +215,12 @@ func TestExitNoticeInNextResult(t *testing.T) {
 }
 
 func TestCallsFitTheHost(t *testing.T) {
-	// Scaled: a 5 s job, a 3 s client timeout, calls capped at 1.5 s
+	// Scaled: an 8 s job, a 5 s client timeout, calls capped at 2 s
 	// (the defaults are a 90 s job, 60 s, 50 s).
-	const clientTimeout = 3 * time.Second
+	const clientTimeout = 5 * time.Second
 	for _, tc := range transports(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			c := tc.connect(t, nil, "-max-call-ms", "1500", "-progress-ms", "200")
+			c := tc.connect(t, nil, "-max-call-ms", "2000", "-progress-ms", "200")
 			callWithin := func(tool string, args map[string]any) *mcp.CallToolResult {
 				ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 				defer cancel()
@@ -230,20 +230,20 @@ func TestCallsFitTheHost(t *testing.T) {
 				require.NoError(t, err, "the call returned before the client's timeout")
 				return res
 			}
-			res := callWithin("exec", map[string]any{"command": "sleep 5; echo late", "yieldMs": 120000})
+			res := callWithin("exec", map[string]any{"command": "sleep 8; echo late", "yieldMs": 120000})
 			d := detailsOf(t, res)
 			require.Equal(t, bgexec.StatusRunning, d.Status, textOf(t, res))
-			assert.Contains(t, textOf(t, res), "This call returned at the server's limit of 1500 ms per call (yieldMs asked for 120000 ms)")
+			assert.Contains(t, textOf(t, res), "This call returned at the server's limit of 2000 ms per call (yieldMs asked for 120000 ms)")
 			select {
 			case p := <-c.progress:
 				assert.Equal(t, "tok-exec", p.ProgressToken)
 				assert.Positive(t, p.Progress)
-			default:
+			case <-time.After(callTimeout):
 				t.Error("no progress notification while the exec waited")
 			}
 
 			var ended *mcp.CallToolResult
-			for range 10 {
+			for range 15 {
 				res = callWithin("process", map[string]any{"action": "wait", "sessionId": d.SessionID, "timeout": 600000})
 				if detailsOf(t, res).Condition == "exit" {
 					ended = res
@@ -251,7 +251,7 @@ func TestCallsFitTheHost(t *testing.T) {
 				}
 				assert.Contains(t, textOf(t, res), "call wait again to keep waiting")
 			}
-			require.NotNil(t, ended, "the job ended within ten capped waits")
+			require.NotNil(t, ended, "the job ended within fifteen capped waits")
 			assert.Contains(t, textOf(t, ended), "late")
 		})
 	}

@@ -57,10 +57,10 @@ func TestTypeScriptClient(t *testing.T) {
 		require.Contains(t, string(out), "OK")
 	}
 	t.Run("stdio", func(t *testing.T) {
-		runNode(t, "stdio", bin, "-max-call-ms", "1500", "-progress-ms", "200")
+		runNode(t, "stdio", bin, "-max-call-ms", "2000", "-progress-ms", "200")
 	})
 	t.Run("http", func(t *testing.T) {
-		hs := startHTTP(t, bin, "-max-call-ms", "1500", "-progress-ms", "200")
+		hs := startHTTP(t, bin, "-max-call-ms", "2000", "-progress-ms", "200")
 		runNode(t, "http", hs.endpoint, hs.token)
 	})
 }
