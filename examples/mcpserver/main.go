@@ -65,8 +65,11 @@
 // background) with a sentence saying it stopped at the limit. While a call
 // whose request has a progress token waits, the server sends
 // notifications/progress every -progress-ms. A request the client cancels
-// (notifications/cancelled) gets no response; a foreground exec it was
-// running is killed, a backgrounded one keeps running.
+// (notifications/cancelled) gets no response over stdio; a foreground
+// exec it was running is killed, a backgrounded one keeps running. Over
+// HTTP the run ends the same way, but the SDK's transport, which this
+// server cannot wrap, still writes the response into the stream of the
+// request the client gave up.
 //
 // # Results
 //
