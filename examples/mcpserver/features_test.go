@@ -521,7 +521,12 @@ func TestTenMegabyteCommand(t *testing.T) {
 	for _, tc := range transports(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.connect(t, nil)
-			res := c.call(t, "exec", map[string]any{"command": command})
+			// A race-built server decodes 20 MB of JSON slowly on a busy
+			// machine: this one call gets minutes, not callTimeout.
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": command}})
+			require.NoError(t, err, "exec of a %d-byte command", len(command))
 			assert.Equal(t, "ok", textOf(t, res))
 			assert.False(t, res.IsError)
 		})
