@@ -505,6 +505,10 @@ func TestHTTPSessionsOwnTheirProcesses(t *testing.T) {
 	requireGroupGone(t, pa)
 	assert.True(t, groupAlive(t, pb), "the other session's command runs on")
 
+	// SIGTERM closes every session's registry before the server exits.
+	require.NoError(t, hs.cmd.Process.Signal(syscall.SIGTERM))
+	requireGroupGone(t, pb)
+
 	t.Run("an idle session expires and kills its commands", func(t *testing.T) {
 		idle := startHTTP(t, bin, "-session-idle", "1s")
 		c := idle.connect(t, nil)
