@@ -180,6 +180,19 @@ type Config struct {
 	// Logger receives the registry's warnings (a limit that cannot be
 	// applied). Nil means slog.Default().
 	Logger *slog.Logger
+	// ExitNoticesInResults puts the exit notices of a scope's backgrounded
+	// sessions into that scope's next tool result, for hosts that show the
+	// model nothing but tool results (MCP clients). Default false. See
+	// [Scope.Exec] and the package documentation's "Exit notices in
+	// results" section.
+	ExitNoticesInResults bool
+	// MaxCallWaitMs caps how long one tool call waits, in milliseconds: the
+	// yield window of exec, the timeout of poll and wait, and every other
+	// action that waits. A call that stops at the cap returns the current
+	// state and says so in its text. Zero or negative means no cap beyond
+	// each parameter's own maximum. Background-disabled (synchronous) exec
+	// runs are not capped: they cannot return before the end.
+	MaxCallWaitMs int
 }
 
 // ConfigFromEnv returns the defaults overlaid with the environment
@@ -263,6 +276,8 @@ type settings struct {
 	extraBlocked   []string
 	extraOverrides []string
 	limitSettings
+	notices     bool          // ExitNoticesInResults
+	maxCallWait time.Duration // 0 = no cap
 }
 
 func resolveConfig(c Config, getenv func(string) string) (settings, error) {
@@ -304,6 +319,10 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 		s.pendingChars = clamp(c.PendingMaxOutputChars, MinOutputChars, MaxOutputChars)
 	}
 	s.pendingChars = min(s.pendingChars, s.maxChars)
+	s.notices = c.ExitNoticesInResults
+	if c.MaxCallWaitMs > 0 {
+		s.maxCallWait = time.Duration(c.MaxCallWaitMs) * time.Millisecond
+	}
 	if c.KillGrace > 0 {
 		s.killGrace = c.KillGrace
 	}

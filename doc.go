@@ -84,6 +84,44 @@
 // which can be passed back to process. [Queue] is a ready-made Notifier
 // with per-scope FIFOs that implements [Retractor].
 //
+// # Exit notices in results
+//
+// Hosts that show the model nothing but tool results (MCP clients, whose
+// logging messages the mainstream hosts do not show) can set
+// Config.ExitNoticesInResults. Then the scope's next tool result (Exec,
+// Process or Call, any action) starts with one line per backgrounded
+// session that ended since, and a blank line:
+//
+//	[bgexec] Exec completed (warm-falcon, code 0) :: done
+//
+// The line is the event text (the same summary the Notifier gets) after
+// [NoticePrefix]. The choice made at the exit still decides: an end a
+// poll or wait was waiting for, a kill, a remove, a foreground run and a
+// quiet success never become notices, and a poll or wait that reports an
+// end before a result carried its notice takes it over. A notice shown
+// once is never shown again, also when several calls of the scope return
+// at once. A call that fails with a Go error carries none; they wait for
+// the next result. Notices are kept in memory with their session and go
+// when it is cleared, removed or reaped.
+//
+// The Notifier, if any, still receives every event, for user interfaces
+// that show them. With this option its events do not count as telling the
+// agent: a runtime should not also feed them to the model. Without a
+// Notifier the option works alone.
+//
+// # Calls that fit the host
+//
+// Config.MaxCallWaitMs caps how long one call waits: the exec yield
+// window, the poll timeout, the wait timeout, and every other action that
+// waits for a caller-chosen time goes through the same cap. A call that
+// stops at the cap returns what it would at its own timeout (exec: the
+// command keeps running in the background and the result is "running")
+// and adds a sentence naming the cap and what was asked, e.g.
+// "This call returned at the server's limit of 50000 ms per call (yieldMs
+// asked for 120000 ms); …". Background-disabled exec runs are not capped,
+// since they cannot return before the end. The default is no cap: the MCP
+// server sets 50000 ms, under the 60 s request timeout of common clients.
+//
 // # Output
 //
 // stdout and stderr are read concurrently into one aggregate per session,

@@ -71,7 +71,13 @@ type ExecRequest struct {
 // returned. A Go error means the call could not be made (nil request,
 // registry closed, ctx ended); everything else is a Result. Exec panics on a
 // nil ctx. Safe for concurrent use.
-func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
+//
+// With Config.MaxCallWaitMs the yield window is at most that long. With
+// Config.ExitNoticesInResults the text starts with the scope's exit
+// notices not yet shown (see the package documentation); Process and Call
+// do the same.
+func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err error) {
+	defer func() { res = sc.withNotices(res) }()
 	if err := sc.begin(ctx, "exec", req == nil); err != nil {
 		return nil, err
 	}
@@ -119,6 +125,10 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 	yield := st.yield
 	if req.YieldMs != nil {
 		yield = clampYield(*req.YieldMs)
+	}
+	askedYield, capped := yield, false
+	if !synchronous {
+		yield, capped = st.capWait(yield)
 	}
 
 	args, script := shellArgs(st.shell, req.Command)
@@ -180,7 +190,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		MaxChars:           st.maxChars,
 		PendingChars:       st.pendingChars,
 		Background:         background,
-		NotifyOnExit:       st.notifyOnExit && st.notifier != nil,
+		NotifyOnExit:       st.notifyOnExit && (st.notifier != nil || st.notices),
 		NotifyEmptySuccess: st.notifyEmpty,
 		// Without the process tool nothing could reach what the shell
 		// leaves running, so a synchronous run ends it with the shell.
@@ -190,7 +200,22 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		Outputs:       sp.outputs,
 		Stdin:         sp.stdin,
 	})
-	return sc.run(ctx, s, background, yield, synchronous, warnings)
+	res, err = sc.run(ctx, s, background, yield, synchronous, warnings)
+	if capped && err == nil && !background && res.Details.Status == StatusRunning && time.Since(start) >= yield {
+		noteCapped(res, st.cappedNote("yieldMs", askedYield, "the command keeps running in the background. Use process wait or poll to wait for it."))
+	}
+	return res, err
+}
+
+// noteCapped adds the call-cap sentence to a running result, after its
+// first paragraph and before the output so far.
+func noteCapped(res *Result, note string) {
+	text := res.Content[0].Text
+	if i := strings.Index(text, "\n\nOutput so far:"); i >= 0 {
+		res.Content[0].Text = text[:i] + "\n" + note + text[i:]
+		return
+	}
+	res.Content[0].Text = text + "\n" + note
 }
 
 // run starts s and applies the yield state machine: an explicit background

@@ -134,6 +134,9 @@ func (r *Registry) deliverNotes() {
 
 // deliver sends the exit event of s unless a call reported the end first.
 func (r *Registry) deliver(s *session.Session) {
+	if r.cfg.notifier == nil {
+		return // exit notices in results only: the end stays due for them
+	}
 	sn, due := s.BeginEvent()
 	if !due {
 		return

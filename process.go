@@ -111,9 +111,12 @@ func floorLineArg(f float64) int {
 // Process runs one process action (the process tool). A Go error means the
 // call could not be made (nil request, registry closed, ctx ended before
 // it started); tool-level failures are Results with status "failed". Poll
-// and wait block at most their timeout and return early when ctx ends.
-// Process panics on a nil ctx. Safe for concurrent use.
-func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (*Result, error) {
+// and wait block at most their timeout (and Config.MaxCallWaitMs) and
+// return early when ctx ends. With Config.ExitNoticesInResults the text
+// starts with the scope's exit notices not yet shown. Process panics on a
+// nil ctx. Safe for concurrent use.
+func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (res *Result, err error) {
+	defer func() { res = sc.withNotices(res) }()
 	if err := sc.begin(ctx, "process", req == nil); err != nil {
 		return nil, err
 	}
@@ -228,6 +231,8 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 		}
 		wait = capWait(time.Duration(ms*float64(time.Millisecond)), sc.reg.cfg.maxTimeout)
 	}
+	asked := wait
+	wait, capped := sc.reg.cfg.capWait(wait)
 	dr := s.Poll(ctx, wait)
 	sc.reg.retract(sc.key, dr.Retract)
 	sn := &dr.Snap
@@ -244,7 +249,11 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	if body == "" {
 		body = "(no new output)"
 	}
-	return textResult(withLossNotice(body, dr.Loss)+"\n\n"+end, d), nil
+	text := withLossNotice(body, dr.Loss) + "\n\n" + end
+	if capped && !sn.Ended && dr.Text == "" {
+		text += "\n" + sc.reg.cfg.cappedNote("timeout", asked, "poll again to keep waiting.")
+	}
+	return textResult(text, d), nil
 }
 
 // retryAfter is the suggested poll delay after n consecutive empty polls:

@@ -63,6 +63,10 @@ type Registry struct {
 	// after which it starts no other call.
 	noteCalling    bool
 	notesAbandoned bool
+	// notices holds, per scope, the ended sessions whose exit notice the
+	// scope's next tool result may carry, in the order they ended
+	// (Config.ExitNoticesInResults).
+	notices map[string][]*session.Session
 }
 
 // NewRegistry returns a registry configured by cfg (zero Config = the
@@ -226,6 +230,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	clear(r.sessions)
 	clear(r.byScope)
 	clear(r.expiryOf)
+	clear(r.notices)
 	r.expiry = nil
 	r.mu.Unlock()
 	close(r.closeDone)
@@ -351,6 +356,7 @@ func (r *Registry) forget(s *session.Session) {
 	if r.retired == nil {
 		r.retired = make(map[string]struct{})
 	}
+	r.dropNoticeLocked(s)
 	r.retired[id] = struct{}{}
 	r.retiredQ = append(r.retiredQ, id)
 	if len(r.retiredQ) > maxRetiredIDs {
@@ -428,6 +434,7 @@ func (r *Registry) sessionEnded(s *session.Session) {
 		r.expiryOf[s] = e
 	}
 	r.mu.Unlock()
+	r.addNotice(s)
 	r.enqueueNote(s)
 	kick(r.sweepKick)
 }

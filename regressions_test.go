@@ -139,6 +139,9 @@ func TestClearedSessionsLeaveTheExpiryHeap(t *testing.T) {
 	}
 	id := startBackground(t, sc, &ExecRequest{Command: "echo kept"})
 	waitExit(t, sc, id)
+	// wait returns once the end is recorded; the registry's bookkeeping
+	// (the expiry) is done by the time Done closes.
+	require.NoError(t, awaitEnd(testCtx(t), sessionOf(reg, id)))
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	require.Len(t, reg.expiry, 1, "only the session not cleared waits for its TTL")

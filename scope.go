@@ -29,7 +29,8 @@ func (sc *Scope) Key() string { return sc.key }
 // action is not a violation: the process tool answers it with its
 // "Unknown action …" text, as [Scope.Process] does. Malformed JSON and an
 // unknown tool name are Go errors.
-func (sc *Scope) Call(ctx context.Context, tool string, args json.RawMessage) (*Result, error) {
+func (sc *Scope) Call(ctx context.Context, tool string, args json.RawMessage) (res *Result, err error) {
+	defer func() { res = sc.withNotices(res) }()
 	if text := validateToolArgs(tool, args); text != "" {
 		if tool == ToolExec {
 			return execFailure(text), nil

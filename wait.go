@@ -38,7 +38,10 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	if c := sc.reg.cfg.maxTimeout; c > 0 {
 		timeoutMs = min(timeoutMs, float64(c.Milliseconds())) // MaxTimeoutSec
 	}
-	spec := session.WaitSpec{Timeout: time.Duration(timeoutMs * float64(time.Millisecond))}
+	asked := time.Duration(timeoutMs * float64(time.Millisecond))
+	spec := session.WaitSpec{Timeout: asked}
+	var capped bool
+	spec.Timeout, capped = sc.reg.cfg.capWait(asked)
 	if req.Pattern != "" {
 		re, err := regexp.Compile(req.Pattern)
 		if err != nil {
@@ -72,6 +75,9 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 		}
 	default:
 		head = fmt.Sprintf("Timed out after %s ms; the condition did not hold.", strconv.FormatFloat(timeoutMs, 'f', -1, 64))
+		if capped {
+			head = "The condition did not hold yet. " + sc.reg.cfg.cappedNote("timeout", asked, "call wait again to keep waiting.")
+		}
 	}
 	if sn.Ended {
 		exitDetails(&d, &sn.Exit)

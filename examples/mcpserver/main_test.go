@@ -72,16 +72,46 @@ func (b *syncBuffer) String() string {
 
 // client is one MCP client connected to its own server process.
 type client struct {
-	cs   *mcp.ClientSession
-	cmd  *exec.Cmd
-	logs chan *mcp.LoggingMessageParams
+	mc       *mcp.Client
+	cs       *mcp.ClientSession
+	cmd      *exec.Cmd
+	logs     chan *mcp.LoggingMessageParams
+	progress chan *mcp.ProgressNotificationParams
 }
 
-func connect(t *testing.T, bin string) *client {
+// options returns opts (or new options) with handlers that forward logging
+// messages and progress notifications to the client's channels.
+func (c *client) options(opts *mcp.ClientOptions) *mcp.ClientOptions {
+	if opts == nil {
+		opts = &mcp.ClientOptions{}
+	}
+	opts.LoggingMessageHandler = func(_ context.Context, req *mcp.LoggingMessageRequest) {
+		select {
+		case c.logs <- req.Params:
+		default:
+		}
+	}
+	opts.ProgressNotificationHandler = func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		select {
+		case c.progress <- req.Params:
+		default:
+		}
+	}
+	return opts
+}
+
+func connect(t *testing.T, bin string, args ...string) *client {
 	t.Helper()
-	c := &client{logs: make(chan *mcp.LoggingMessageParams, 16)}
+	return connectWith(t, bin, nil, args...)
+}
+
+// connectWith connects a client with the given options (its logging and
+// progress handlers are set here) to a new server process run with args.
+func connectWith(t *testing.T, bin string, opts *mcp.ClientOptions, args ...string) *client {
+	t.Helper()
+	c := &client{logs: make(chan *mcp.LoggingMessageParams, 16), progress: make(chan *mcp.ProgressNotificationParams, 64)}
 	stderr := &syncBuffer{}
-	c.cmd = exec.Command(bin)
+	c.cmd = exec.Command(bin, args...)
 	c.cmd.Stderr = stderr
 	c.cmd.Env = append(os.Environ(), "PI_BASH_YIELD_MS=10000")
 	t.Cleanup(func() {
@@ -89,14 +119,8 @@ func connect(t *testing.T, bin string) *client {
 			t.Logf("server stderr:\n%s", stderr.String())
 		}
 	})
-	mc := mcp.NewClient(&mcp.Implementation{Name: "bgexec-test", Version: "v0"}, &mcp.ClientOptions{
-		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-			select {
-			case c.logs <- req.Params:
-			default:
-			}
-		},
-	})
+	mc := mcp.NewClient(&mcp.Implementation{Name: "bgexec-test", Version: "v0"}, c.options(opts))
+	c.mc = mc
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	cs, err := mc.Connect(ctx, &mcp.CommandTransport{Command: c.cmd}, nil)
@@ -203,7 +227,7 @@ func TestServerOverStdio(t *testing.T) {
 		for i, def := range bgexec.ToolDefinitions() {
 			got := res.Tools[i]
 			assert.Equal(t, def.Name, got.Name)
-			assert.Equal(t, def.Description, got.Description)
+			assert.Equal(t, describe(def, true), got.Description)
 			schema, err := json.Marshal(got.InputSchema)
 			require.NoError(t, err)
 			assert.JSONEq(t, string(def.InputSchema), string(schema))
@@ -346,12 +370,8 @@ func TestServerOverStdio(t *testing.T) {
 		}
 	})
 
-	t.Run("bad calls are tool errors that explain themselves", func(t *testing.T) {
-		res := c.call(t, "shell", map[string]any{"command": "ls"})
-		assert.True(t, res.IsError)
-		assert.Equal(t, `Unknown tool "shell". This server offers exec and process.`, textOf(t, res))
-
-		res = c.call(t, "exec", map[string]any{"command": 5})
+	t.Run("bad arguments are tool errors that explain themselves", func(t *testing.T) {
+		res := c.call(t, "exec", map[string]any{"command": 5})
 		assert.True(t, res.IsError)
 		assert.Contains(t, textOf(t, res), "command")
 
@@ -557,7 +577,7 @@ func TestServeInProcess(t *testing.T) {
 	open := func() conn {
 		st, ct := mcp.NewInMemoryTransports()
 		served := make(chan error, 1)
-		go func() { served <- serve(context.Background(), st, bgexec.Config{}, discardLogger()) }()
+		go func() { served <- serve(context.Background(), st, &options{logger: discardLogger()}) }()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v0"}, nil).Connect(ctx, ct, nil)
 		require.NoError(t, err)
 		return conn{cs, served}

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/bgexec/bgexec"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -33,55 +36,90 @@ const (
 	loggerName = "bgexec"
 )
 
-const instructions = `Tools for running shell commands that may outlive a single call. Start long work once with exec (background: true or a short yieldMs); when it ends this server sends a logging message with the exit summary. Use process wait to block for a log line, a port or the exit, and process poll or log to look at output on demand. Do not poll in a loop.`
+// options are the server's settings, shared read-only by every connection.
+type options struct {
+	// cfg is the registry configuration; each connection copies it and sets
+	// its own Notifier.
+	cfg bgexec.Config
+	// progressEvery is the interval of progress notifications while a call
+	// that carries a progress token waits; zero disables them.
+	progressEvery time.Duration
+	logger        *slog.Logger
+}
 
-// serve serves one MCP connection over t until the client disconnects or
-// ctx ends, then kills every command the connection started. cfg.Notifier
-// is replaced by one that forwards exit notifications to the client.
-func serve(ctx context.Context, t mcp.Transport, cfg bgexec.Config, logger *slog.Logger) error {
-	events := &eventQueue{c: make(chan *mcp.LoggingMessageParams, eventQueueSize), logger: logger}
-	cfg.Notifier = events
+// conn is one MCP session: its registry and scope, the queue of exit
+// notifications for the client, and the workdir the client's roots give.
+type conn struct {
+	opts   *options
+	reg    *bgexec.Registry
+	sc     *bgexec.Scope
+	events *eventQueue
+	roots  rootDir
+}
+
+// newConn starts the registry of one MCP session.
+func newConn(o *options) (*conn, error) {
+	c := &conn{opts: o, events: &eventQueue{c: make(chan *mcp.LoggingMessageParams, eventQueueSize), logger: o.logger}}
+	cfg := o.cfg
+	cfg.Notifier = c.events
 	reg, err := bgexec.NewRegistry(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	srv := newServer(reg.Scope(scopeKey), logger)
-	ss, err := srv.Connect(ctx, t, nil)
-	if err != nil {
-		return errors.Join(err, closeRegistry(reg))
-	}
+	c.reg, c.sc = reg, reg.Scope(scopeKey)
+	return c, nil
+}
 
+// run forwards exit notifications to ss until the session ends or ctx
+// ends, then closes the registry, which kills every command of the
+// session, and the session. It returns the registry's Close error.
+func (c *conn) run(ctx context.Context, ss *mcp.ServerSession) error {
 	fwdCtx, stopForwarding := context.WithCancel(context.Background())
 	forwarded := make(chan struct{})
 	go func() {
 		defer close(forwarded)
-		events.forward(fwdCtx, ss)
+		c.events.forward(fwdCtx, ss)
 	}()
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		_ = ss.Wait()
+		_ = ss.Wait() // its error is the transport's; we end either way
 	}()
 
 	select {
-	case <-ended: // the client disconnected
+	case <-ended: // the client disconnected, or the session expired
 	case <-ctx.Done(): // SIGTERM or SIGINT
 	}
 	// Children first, so that none outlives us whatever happens next.
-	err = closeRegistry(reg)
+	err := closeRegistry(c.reg)
 	stopForwarding()
-	_ = ss.Close()
+	_ = ss.Close() // closing an ended session is a no-op
 	bound := time.NewTimer(sessionCloseTimeout)
 	defer bound.Stop()
-	for _, c := range []chan struct{}{ended, forwarded} {
+	for _, ch := range []chan struct{}{ended, forwarded} {
 		select {
-		case <-c:
+		case <-ch:
 		case <-bound.C:
-			logger.Warn("MCP session did not end in time; exiting anyway")
+			c.opts.logger.Warn("MCP session did not end in time; going on anyway")
 			return err
 		}
 	}
 	return err
+}
+
+// serve serves one MCP connection over t until the client disconnects or
+// ctx ends, then kills every command the connection started. A request
+// the client cancels gets no response (see dropCancelled).
+func serve(ctx context.Context, t mcp.Transport, o *options) error {
+	c, err := newConn(o)
+	if err != nil {
+		return err
+	}
+	ss, err := c.newServer().Connect(ctx, &dropCancelled{t: t}, nil)
+	if err != nil {
+		return errors.Join(err, closeRegistry(c.reg))
+	}
+	return c.run(ctx, ss)
 }
 
 func closeRegistry(reg *bgexec.Registry) error {
@@ -90,10 +128,11 @@ func closeRegistry(reg *bgexec.Registry) error {
 	return reg.Close(ctx)
 }
 
-// newServer returns an MCP server whose exec and process tools run in sc.
-// It registers the tools with the low-level AddTool so that clients get our
-// schemas verbatim and arguments reach Scope.Call unchanged.
-func newServer(sc *bgexec.Scope, logger *slog.Logger) *mcp.Server {
+// newServer returns an MCP server whose exec and process tools run in the
+// connection's scope. It registers the tools with the low-level AddTool so
+// that clients get our input schemas verbatim and arguments reach
+// Scope.Call unchanged (but for the workdir the roots give).
+func (c *conn) newServer() *mcp.Server {
 	var revisions []string
 	for _, v := range mcp.SupportedProtocolVersions() {
 		if v < firstStatelessRevision {
@@ -101,60 +140,141 @@ func newServer(sc *bgexec.Scope, logger *slog.Logger) *mcp.Server {
 		}
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "bgexec", Title: "bgexec background shell", Version: "v0.1.0"}, &mcp.ServerOptions{
-		Instructions:              instructions,
-		Logger:                    logger,
+		Instructions:              instructionsFor(c.opts.cfg.ExitNoticesInResults),
+		Logger:                    c.opts.logger,
 		SupportedProtocolVersions: revisions,
+		RootsListChangedHandler:   func(context.Context, *mcp.RootsListChangedRequest) { c.roots.invalidate() },
 	})
-	defs := bgexec.ToolDefinitions()
-	names := make([]string, 0, len(defs))
-	for _, def := range defs {
-		names = append(names, def.Name)
+	for _, def := range bgexec.ToolDefinitions() {
+		meta := toolMeta(def.Name)
 		srv.AddTool(&mcp.Tool{
-			Name:        def.Name,
-			Description: def.Description,
-			InputSchema: def.InputSchema,
+			Name:         def.Name,
+			Title:        meta.title,
+			Description:  describe(def, c.opts.cfg.ExitNoticesInResults),
+			InputSchema:  def.InputSchema,
+			OutputSchema: outputSchema(def.Name),
+			Annotations:  meta.annotations(),
 		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return callTool(ctx, sc, def.Name, req), nil
+			return c.callTool(ctx, def.Name, req)
 		})
 	}
-	srv.AddReceivingMiddleware(unknownToolAsToolError(names))
+	srv.AddReceivingMiddleware(checkLogLevel)
 	return srv
 }
 
 // callTool runs one tool call and converts the outcome to an MCP result.
-func callTool(ctx context.Context, sc *bgexec.Scope, name string, req *mcp.CallToolRequest) *mcp.CallToolResult {
+// A call whose request was cancelled returns the context's error: the
+// client no longer waits for it, and over stdio no response is sent.
+func (c *conn) callTool(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var args []byte
 	if req.Params != nil {
 		args = req.Params.Arguments
 	}
-	res, err := sc.Call(ctx, name, args)
+	if name == bgexec.ToolExec {
+		args = withWorkdir(args, c.roots.get(ctx, req.Session))
+	}
+	stop := c.startProgress(ctx, name, req)
+	res, err := c.sc.Call(ctx, name, args)
+	stop()
 	if err != nil {
-		return toolError(fmt.Sprintf("The %s call could not be made: %v. Check the arguments against the tool's schema and retry.", name, err))
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, bgexec.ErrClosed) {
+			return toolError("The server is shutting down; no command was started."), nil
+		}
+		// The arguments were not a JSON object of the tool's fields.
+		return toolError(fmt.Sprintf("The %s call could not be made: %v. Pass the arguments as a JSON object matching the tool's input schema.", name, err)), nil
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: res.Text()}},
-		StructuredContent: res.Details,
+		StructuredContent: outputOf(&res.Details),
 		// The call failed (refused, invalid, no such session, not
 		// started); a command that ran and ended badly is a successful call.
 		IsError: res.IsError,
-	}
+	}, nil
 }
 
 func toolError(text string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: toolOutput{Status: bgexec.StatusFailed},
+		IsError:           true,
+	}
 }
 
-// unknownToolAsToolError answers a call of an unknown tool with a tool error
-// the model can read, instead of the SDK's protocol error.
-func unknownToolAsToolError(names []string) mcp.Middleware {
-	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if call, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && call.Params != nil && !slices.Contains(names, call.Params.Name) {
-				return toolError(fmt.Sprintf("Unknown tool %q. This server offers exec and process.", call.Params.Name)), nil
-			}
-			return next(ctx, method, req)
-		}
+// startProgress sends notifications/progress every progressEvery while a
+// call whose request carries a progress token runs, so that a client that
+// resets its timeout on progress keeps waiting. The returned stop ends the
+// goroutine and waits for it.
+func (c *conn) startProgress(ctx context.Context, name string, req *mcp.CallToolRequest) (stop func()) {
+	var token any
+	if req.Params != nil {
+		token = req.Params.GetProgressToken()
 	}
+	if token == nil || c.opts.progressEvery <= 0 || req.Session == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		start := time.Now()
+		tick := time.NewTicker(c.opts.progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				waited := now.Sub(start)
+				err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: token,
+					Progress:      waited.Seconds(),
+					Message:       fmt.Sprintf("%s: still waiting after %s", name, waited.Round(time.Second)),
+				})
+				if err != nil {
+					c.opts.logger.Warn("progress notification not sent", "err", err)
+				}
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// logLevels are the levels logging/setLevel accepts (RFC 5424 names).
+func logLevels() []mcp.LoggingLevel {
+	return []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+}
+
+// checkLogLevel answers logging/setLevel with an invalid level with the
+// JSON-RPC error -32602 instead of accepting it.
+func checkLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && method == "logging/setLevel" {
+			if r.Params == nil || !slices.Contains(logLevels(), r.Params.Level) {
+				var level mcp.LoggingLevel
+				if r.Params != nil {
+					level = r.Params.Level
+				}
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid log level %q: use one of %s", level, joinLevels())}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func joinLevels() string {
+	levels := logLevels()
+	s := make([]string, len(levels))
+	for i, l := range levels {
+		s[i] = string(l)
+	}
+	return strings.Join(s, ", ")
 }
 
 // eventQueue is the registry's Notifier. It queues exit notifications as

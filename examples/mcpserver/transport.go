@@ -36,7 +36,7 @@ func (t *lineTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	go func() {
 		pw.CloseWithError(filterLines(t.in, pw, out, t.maxLine))
 	}()
-	return (&mcp.IOTransport{Reader: pr, Writer: out}).Connect(ctx)
+	return (&mcp.IOTransport{Reader: pr, Writer: out, MaxLineLength: t.maxLine + 1}).Connect(ctx)
 }
 
 // filterLines copies each JSON-RPC message line of in to msgs and answers

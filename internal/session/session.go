@@ -161,6 +161,7 @@ type Session struct {
 	eventText    string        // the delivered event, for a retraction
 	sent         chan struct{} // closed when a sending event was delivered
 	retractLate  bool          // a call took the report while sending: retract after
+	noticeShown  bool          // a tool result carried the exit notice
 	emptyPolls   int
 	timeoutTimer *time.Timer
 	killTimer    *time.Timer
@@ -705,6 +706,40 @@ func (s *Session) EventSent(text string) (retract bool) {
 	s.retractLate = false
 	close(s.sent)
 	return retract
+}
+
+// EventDue reports whether the end is to be told by an event (or a
+// notice) rather than by a call; it is decided when the session ends.
+func (s *Session) EventDue() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.report {
+	case reportDue, reportSending, reportSent:
+		return true
+	}
+	return false
+}
+
+// ClaimNotice claims the exit notice for one tool result, with the
+// snapshot to write it from (Tail holds the output for its snippet). It
+// reports false when a call (poll, wait, kill) reported the end, when
+// there is nothing to tell, or when a result carried the notice already.
+// The event to the notifier is a separate channel and is not affected.
+func (s *Session) ClaimNotice() (Snapshot, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.report {
+	case reportDue, reportSending, reportSent:
+	default:
+		return Snapshot{}, false
+	}
+	if s.noticeShown {
+		return Snapshot{}, false
+	}
+	s.noticeShown = true
+	sn := s.snapshotLocked()
+	sn.Tail = s.out.agg.tail(eventTail)
+	return sn, true
 }
 
 // Input.

@@ -1,0 +1,81 @@
+// Drives the server with the official TypeScript MCP SDK client, as the
+// Go test TestTypeScriptClient runs it:
+//   node tsclient.mjs stdio <server binary> [server args…]
+//   node tsclient.mjs http <endpoint> <token>
+// The client validates every structuredContent against the tool's
+// outputSchema (ajv). Exits non-zero with a message on the first failure.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [mode, target, ...rest] = process.argv.slice(2);
+function fail(msg) {
+  console.error("FAIL: " + msg);
+  process.exit(1);
+}
+const text = (res) => res.content.map((c) => c.text).join("");
+
+const transport = mode === "stdio"
+  ? new StdioClientTransport({ command: target, args: rest, stderr: "inherit" })
+  : new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers: { Authorization: "Bearer " + rest[0] } } });
+const client = new Client({ name: "ts-test", version: "0" });
+await client.connect(transport);
+
+const { tools } = await client.listTools();
+for (const t of tools) {
+  if (!t.title || !t.annotations || !t.outputSchema) fail(`tool ${t.name} lacks title, annotations or outputSchema`);
+}
+
+// Wake in the next result.
+let res = await client.callTool({ name: "exec", arguments: { command: "echo ts-done", background: true } });
+const id = res.structuredContent.sessionId;
+const want = `[bgexec] Exec completed (${id}, code 0) :: ts-done`;
+let seen = 0;
+for (let i = 0; i < 200 && seen === 0; i++) {
+  res = await client.callTool({ name: "process", arguments: { action: "list" } });
+  if (text(res).startsWith(want + "\n")) seen++;
+}
+if (seen !== 1) fail("no exit notice in the next results");
+res = await client.callTool({ name: "process", arguments: { action: "list" } });
+if (text(res).includes(want)) fail("the notice came twice");
+
+// A long yield under a shorter client timeout: the server's cap (run
+// with -max-call-ms 2000) returns first, with progress on the way.
+let progress = 0;
+res = await client.callTool(
+  { name: "exec", arguments: { command: "sleep 8; echo late", yieldMs: 120000 } },
+  undefined,
+  { timeout: 5000, onprogress: () => progress++ },
+);
+if (res.structuredContent.status !== "running") fail("capped exec is not running: " + text(res));
+if (!text(res).includes("limit of 2000 ms")) fail("capped exec does not say so: " + text(res));
+if (progress < 1) fail("no progress notification");
+
+// Protocol errors.
+try {
+  await client.callTool({ name: "shell", arguments: {} });
+  fail("unknown tool accepted");
+} catch (e) {
+  if (e.code !== -32602) fail("unknown tool: code " + e.code);
+}
+try {
+  await client.setLoggingLevel("loud");
+  fail("level loud accepted");
+} catch (e) {
+  if (e.code !== -32602) fail("setLevel loud: code " + e.code);
+}
+
+// An empty poll is small.
+res = await client.callTool({ name: "exec", arguments: { command: "seq 1 30000; exec sleep 300", background: true } });
+const bg = res.structuredContent.sessionId;
+await client.callTool({ name: "process", arguments: { action: "wait", sessionId: bg, pattern: "^30000$", timeout: 1000 } });
+for (let i = 0; i < 50; i++) {
+  res = await client.callTool({ name: "process", arguments: { action: "poll", sessionId: bg } });
+  if (text(res).startsWith("(no new output)")) break;
+}
+const size = JSON.stringify(res.structuredContent).length;
+if (size > 2048) fail("empty poll structuredContent has " + size + " bytes");
+await client.callTool({ name: "process", arguments: { action: "kill", sessionId: bg } });
+
+await client.close();
+console.log("OK");
