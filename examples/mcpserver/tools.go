@@ -103,16 +103,16 @@ type toolOutput struct {
 // sessionOutput is one entry of list, without its output tail; the command
 // is cut to maxCommandChars (the list text shows only the name).
 type sessionOutput struct {
-	SessionID  string        `json:"sessionId"`
-	Status     bgexec.Status `json:"status"`
-	Pid        int           `json:"pid"`
-	StartedAt  int64         `json:"startedAt"`
-	EndedAt    int64         `json:"endedAt,omitempty"`
-	RuntimeMs  int64         `json:"runtimeMs"`
-	Cwd        string        `json:"cwd"`
-	Command    string        `json:"command"`
-	Name       string        `json:"name"`
-	Truncated  bool          `json:"truncated"`
+	SessionID  string            `json:"sessionId"`
+	Status     bgexec.Status     `json:"status"`
+	Pid        int               `json:"pid"`
+	StartedAt  int64             `json:"startedAt"`
+	EndedAt    int64             `json:"endedAt,omitempty"`
+	RuntimeMs  int64             `json:"runtimeMs"`
+	Cwd        string            `json:"cwd"`
+	Command    string            `json:"command"`
+	Name       string            `json:"name"`
+	Truncated  bool              `json:"truncated"`
 	ExitCode   *int              `json:"exitCode,omitempty"`
 	ExitSignal string            `json:"exitSignal,omitempty"`
 	Resources  *bgexec.Resources `json:"resources,omitempty"`
