@@ -59,10 +59,12 @@ func (s *spawner) run(stop <-chan struct{}) {
 // process group is listed with the watchdog.
 func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 	r.watchdog.keepAlive()
-	if spec.cgroup != nil {
+	if spec.cgroup != nil && spec.sandbox == nil {
 		return startChild(spec)
 	}
-	spec.pdeathsig = true
+	// bwrap --die-with-parent ties bwrap's own life to the thread that
+	// forked it: a sandbox is forked on the spawner thread even in a cgroup.
+	spec.pdeathsig = spec.cgroup == nil
 	c := spawnCall{spec: spec, reply: make(chan spawnResult, 1)}
 	select {
 	case r.spawner.reqs <- c:
@@ -70,7 +72,7 @@ func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 		return nil, ErrClosed
 	}
 	res := <-c.reply
-	if res.err == nil {
+	if res.err == nil && spec.cgroup == nil {
 		if oc, ok := res.sp.child.(*osChild); ok {
 			oc.watchdog = r.watchdog
 			r.watchdog.watch(oc.Pid())

@@ -58,6 +58,10 @@ func runHelper(args []string) int {
 		n, _ := strconv.Atoi(rest[0])
 		fmt.Println("exiting", n)
 		return n
+	case "sandbox-syscalls":
+		return helperSyscalls()
+	case "sandbox-host":
+		return helperSandboxHost(rest[0])
 	case "hang":
 		// Prints ready, then waits to be killed.
 		fmt.Println("ready")
@@ -210,7 +214,7 @@ func newTestRegistry(t *testing.T, cfg Config) *Registry {
 	if cfg.YieldMs == 0 {
 		cfg.YieldMs = MaxYieldMs
 	}
-	reg, err := NewRegistry(cfg)
+	reg, err := NewRegistry(sandboxed(cfg))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -235,7 +235,7 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	if body == "" {
 		body = "(no new output)"
 	}
-	return textResult(withLossNotice(body, dr.Loss)+"\n\n"+exitLine(sn), d), nil
+	return textResult(s.WithHint(withLossNotice(body, dr.Loss)+"\n\n"+exitLine(sn)), d), nil
 }
 
 // retryAfter is the suggested poll delay after n consecutive empty polls:

@@ -70,6 +70,11 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Sandbox != nil {
+		if st.sandbox, err = newSandboxPlan(cfg.Sandbox); err != nil {
+			return nil, err
+		}
+	}
 	var cg *cgroupRoot
 	if cfg.Containment != ContainmentOff {
 		cg, err = newCgroupRoot()

@@ -52,3 +52,5 @@ func escapeWarning([]procRef) string     { return "" }
 
 func setWinsize(*os.File, uint16, uint16) error { return errPlatform }
 func canonicalMode(string) bool                 { return false }
+
+func newSandboxPlan(*Sandbox) (*sandboxPlan, error) { return nil, errPlatform }

@@ -105,6 +105,9 @@ type Options struct {
 	// KeepLeftovers keeps processes the shell left running (see
 	// [Lingerer]); false ends them with the shell.
 	KeepLeftovers bool
+	// ReadOnlyHint is added once to a result whose output shows the first
+	// "Read-only file system" (see TakeHint); "" means never.
+	ReadOnlyHint string
 
 	Proc    Process
 	Outputs []io.Reader // stdout, stderr; or the PTY master alone
@@ -159,6 +162,8 @@ type Session struct {
 	leftBehind   chan struct{} // closed when leftovers are kept
 	lingering    []Lingering   // what the shell left running at its exit
 	shellCode    *int          // the shell's exit code then
+
+	hinted atomic.Bool // ReadOnlyHint was handed out
 }
 
 // New returns a session that is not started yet.
