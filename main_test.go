@@ -359,7 +359,7 @@ func killedCgroupHost(base string) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reg, err := NewRegistry(Config{})
+	reg, err := NewRegistry(sandboxed(Config{}))
 	if err != nil {
 		fmt.Println("registry:", err)
 		return 1
@@ -372,7 +372,7 @@ func killedCgroupHost(base string) int {
 		return 1
 	}
 	fmt.Println("exec:", res.Text())
-	req, err := NewRegistry(Config{Containment: ContainmentRequired})
+	req, err := NewRegistry(sandboxed(Config{Containment: ContainmentRequired}))
 	if err == nil {
 		_ = req.Close(ctx)
 	}

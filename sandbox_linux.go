@@ -232,6 +232,11 @@ func seccompFile(prog []byte) (*os.File, error) {
 // filter on the next free descriptor after extra (the script, if any). It
 // returns the filter's file, which the caller closes after the start.
 func sandboxCommand(spec *spawnSpec, extra []*os.File) (path string, args []string, files []*os.File, err error) {
+	// bwrap would report a shell it cannot run as the command's exit
+	// code 1; the same check up front makes it the spawn error it is.
+	if err := unix.Access(spec.path, unix.X_OK); err != nil {
+		return "", nil, nil, &os.PathError{Op: "fork/exec", Path: spec.path, Err: err}
+	}
 	f, err := seccompFile(spec.sandbox.seccomp)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("sandbox seccomp filter: %w", err)

@@ -48,7 +48,9 @@ func sandboxed(cfg Config) Config {
 	if !inSandboxSuite() || cfg.Sandbox != nil || cfg.Host != "" {
 		return cfg
 	}
-	cfg.Sandbox = &Sandbox{WritablePaths: suitePaths()}
+	// The network is on so the tests that listen on the host (process
+	// wait on a port) run; TestSandboxNetwork covers the default.
+	cfg.Sandbox = &Sandbox{WritablePaths: suitePaths(), Network: true}
 	return cfg
 }
 
@@ -567,4 +569,12 @@ func TestSandboxToolDescription(t *testing.T) {
 	assert.Contains(t, d, "read-only except the working directory, "+work)
 	gw := newGatewayRegistry(t, Config{}).ToolDefinitions()[0].Description
 	assert.Equal(t, ToolDefinitions()[0].Description, gw)
+}
+
+// suiteHost is the host the suite's registries run commands on.
+func suiteHost() string {
+	if inSandboxSuite() {
+		return "sandbox"
+	}
+	return "gateway"
 }
