@@ -60,6 +60,8 @@ func runHelper(args []string) int {
 		return n
 	case "sandbox-syscalls":
 		return helperSyscalls()
+	case "unix-connect":
+		return helperUnixConnect(rest[0])
 	case "sandbox-host":
 		return helperSandboxHost(rest[0])
 	case "hang":

@@ -45,7 +45,9 @@ type Sandbox struct {
 	// system directories. Same rules as WritablePaths. Default none.
 	ReadOnlyPaths []string
 	// HidePaths are replaced by an empty, writable tmpfs private to each
-	// command. Nil means the host user's $HOME (when set and not "/"); an
+	// command. Nil means the host user's $HOME (when set and not "/") and,
+	// without Network, /run, whose service sockets (a container runtime's,
+	// D-Bus) a read-only bind would still let a command connect to; an
 	// empty non-nil slice hides nothing. The working directory and the
 	// writable and read-only paths show through a hidden path that
 	// contains them. Paths that do not exist are skipped.
@@ -78,8 +80,16 @@ func resolveSandbox(sb *Sandbox, home string) (*sandboxPlan, error) {
 		return nil, err
 	}
 	hide := sb.HidePaths
-	if hide == nil && home != "" && filepath.Clean(home) != "/" {
-		hide = []string{home}
+	if hide == nil {
+		if home != "" && filepath.Clean(home) != "/" {
+			hide = append(hide, home)
+		}
+		if !sb.Network {
+			// /run holds the host's service sockets (a container
+			// runtime's, D-Bus, systemd's). A read-only mount does not
+			// stop a connect(2), and the caller's uid reaches them.
+			hide = append(hide, "/run")
+		}
 	}
 	if p.hide, err = sandboxPaths("HidePaths", hide, false); err != nil {
 		return nil, err

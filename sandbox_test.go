@@ -180,6 +180,52 @@ func TestSandboxHidesProcesses(t *testing.T) {
 	assert.NotContains(t, " "+lines[len(lines)-1], " "+strconv.Itoa(os.Getpid())+" ")
 }
 
+// helperUnixConnect is the "unix-connect" helper: it connects to a Unix
+// socket and prints the first line the server sends.
+func helperUnixConnect(path string) int {
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		fmt.Println("connect:", err)
+		return 1
+	}
+	defer c.Close()
+	buf := make([]byte, 64)
+	n, _ := c.Read(buf)
+	fmt.Print(string(buf[:n]))
+	return 0
+}
+
+// TestSandboxHostSocketsUnderRun connects to a service socket under /run,
+// as one would to a container runtime's: a read-only bind would not stop
+// it, so /run is hidden.
+func TestSandboxHostSocketsUnderRun(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	path := filepath.Join("/run", "bgexec-"+newTag(t)+".sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Skip("cannot listen under /run:", err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("service answered\n"))
+			_ = c.Close()
+		}
+	}()
+	req := &ExecRequest{Command: helper("unix-connect", path)}
+	require.Contains(t, mustExec(t, newGatewayRegistry(t, Config{}).Scope("a"), req).Text(), "service answered", "the control")
+	exposed := mustExec(t, newSandboxRegistry(t, Config{}, Sandbox{HidePaths: []string{}}).Scope("a"), req).Text()
+	require.Contains(t, exposed, "service answered", "the attack: a read-only /run still lets a command connect")
+	res := mustExec(t, newSandboxRegistry(t, Config{}, Sandbox{}).Scope("a"), req)
+	assert.NotContains(t, res.Text(), "service answered", res.Text())
+	assert.Contains(t, res.Text(), "no such file or directory", res.Text())
+}
+
 func TestSandboxWritesOnlyWhereAllowed(t *testing.T) {
 	t.Parallel()
 	work, extra, ro := t.TempDir(), t.TempDir(), t.TempDir()
