@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,12 +102,18 @@ func helperSyscalls() int {
 		}
 		fmt.Println(name, unix.ErrnoName(err.(syscall.Errno)))
 	}
-	dir, err := os.MkdirTemp("", "mnt")
-	if err != nil {
-		dir = "/tmp"
+	// The calls below act on this thread; on the gateway the mount goes
+	// into a private mount namespace of this thread only, never the host's.
+	runtime.LockOSThread()
+	err := unix.Unshare(unix.CLONE_NEWNS)
+	report("unshare", err)
+	if err == nil {
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			fmt.Println("make-private", err)
+			return 1
+		}
 	}
-	report("mount", unix.Mount("none", dir, "tmpfs", 0, ""))
-	report("unshare", unix.Unshare(unix.CLONE_NEWNS))
+	report("mount", unix.Mount("none", "/mnt", "tmpfs", 0, ""))
 	report("unshare-user", unix.Unshare(unix.CLONE_NEWUSER))
 	_, _, e := unix.RawSyscall(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0)
 	report("ptrace", errnoOrNil(e))
@@ -161,7 +168,7 @@ func TestSandboxHidesProcesses(t *testing.T) {
 	a, b := reg.Scope("agent:a"), reg.Scope("agent:b")
 	id := startBackground(t, a, &ExecRequest{Command: "echo up; exec sleep 300", Env: map[string]string{"API_TOKEN": "s3cret-a"}})
 	awaitLines(t, a, id, "up")
-	hostPid := a.reg.sessions[id].Pid()
+	hostPid := sessionOf(reg, id).Pid()
 
 	// The control: on the gateway, scope B reads A's environment.
 	gw := newGatewayRegistry(t, Config{}).Scope("agent:b")
