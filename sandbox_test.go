@@ -266,9 +266,11 @@ func TestSandboxReadOnlyHintOncePerSession(t *testing.T) {
 	assert.Contains(t, res.Text(), "Note: this command runs in a sandbox where the file system is read-only except "+work, res.Text())
 
 	id := startBackground(t, sc, &ExecRequest{Command: "touch /etc/a; echo one; read x; touch /etc/b; echo two; read y", Stdin: "pipe"})
+	// stdout and stderr are separate pipes: the error may come after the
+	// line, in a later poll.
 	pollUntil := func(want string) string {
 		var all string
-		for !strings.Contains(all, want) {
+		for !strings.Contains(all, want) || !strings.Contains(all, "Read-only file system") {
 			res := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(20000))})
 			require.Equal(t, StatusRunning, res.Details.Status, all+res.Text())
 			all += res.Text()
