@@ -46,7 +46,9 @@
 // model as text content and bgexec's details as structured content.
 //
 // The configuration comes from the environment variables of
-// [bgexec.ConfigFromEnv].
+// [bgexec.ConfigFromEnv]. BGEXEC_SANDBOX=1 runs every command in the
+// bubblewrap sandbox with its defaults ([bgexec.Sandbox]): no network, the
+// file system read-only but the working directory and /tmp.
 package main
 
 import (
@@ -73,7 +75,11 @@ func main() {
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	stdio := &lineTransport{in: os.Stdin, out: os.Stdout, maxLine: mcp.DefaultMaxLineLength}
-	if err := serve(ctx, stdio, bgexec.ConfigFromEnv(nil), logger); err != nil {
+	cfg := bgexec.ConfigFromEnv(nil)
+	if os.Getenv("BGEXEC_SANDBOX") == "1" {
+		cfg.Sandbox = &bgexec.Sandbox{}
+	}
+	if err := serve(ctx, stdio, cfg, logger); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpserver:", err)
 		os.Exit(1)
 	}

@@ -45,7 +45,7 @@ func serve(ctx context.Context, t mcp.Transport, cfg bgexec.Config, logger *slog
 	if err != nil {
 		return err
 	}
-	srv := newServer(reg.Scope(scopeKey), logger)
+	srv := newServer(reg.Scope(scopeKey), reg.ToolDefinitions(), logger)
 	ss, err := srv.Connect(ctx, t, nil)
 	if err != nil {
 		return errors.Join(err, closeRegistry(reg))
@@ -93,7 +93,7 @@ func closeRegistry(reg *bgexec.Registry) error {
 // newServer returns an MCP server whose exec and process tools run in sc.
 // It registers the tools with the low-level AddTool so that clients get our
 // schemas verbatim and arguments reach Scope.Call unchanged.
-func newServer(sc *bgexec.Scope, logger *slog.Logger) *mcp.Server {
+func newServer(sc *bgexec.Scope, defs []bgexec.ToolDefinition, logger *slog.Logger) *mcp.Server {
 	var revisions []string
 	for _, v := range mcp.SupportedProtocolVersions() {
 		if v < firstStatelessRevision {
@@ -105,7 +105,6 @@ func newServer(sc *bgexec.Scope, logger *slog.Logger) *mcp.Server {
 		Logger:                    logger,
 		SupportedProtocolVersions: revisions,
 	})
-	defs := bgexec.ToolDefinitions()
 	names := make([]string, 0, len(defs))
 	for _, def := range defs {
 		names = append(names, def.Name)
