@@ -599,7 +599,9 @@ func TestServeSandboxed(t *testing.T) {
 	defer cancel()
 	st, ct := mcp.NewInMemoryTransports()
 	served := make(chan error, 1)
-	go func() { served <- serve(context.Background(), st, bgexec.Config{Sandbox: &bgexec.Sandbox{}}, discardLogger()) }()
+	go func() {
+		served <- serve(context.Background(), st, bgexec.Config{Sandbox: &bgexec.Sandbox{}}, discardLogger())
+	}()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v0"}, nil).Connect(ctx, ct, nil)
 	require.NoError(t, err)
 	tools, err := cs.ListTools(ctx, nil)
