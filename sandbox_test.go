@@ -633,3 +633,54 @@ func suiteHost() string {
 	}
 	return "gateway"
 }
+
+func TestSandboxMinimalRootAndHidePaths(t *testing.T) {
+	t.Parallel()
+	shown, hidden := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(shown, "f"), []byte("visible\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(hidden, "secret"), []byte("s3cret\n"), 0o644))
+	work := t.TempDir()
+	sc := newSandboxRegistry(t, Config{Workdir: work}, Sandbox{MinimalRoot: true, ReadOnlyPaths: []string{shown}}).Scope("a")
+	res := mustExec(t, sc, &ExecRequest{Command: "ls /var >/dev/null 2>&1 && echo var-seen || echo no-var; cat " + shown + "/f; test -x /bin/sh && echo sh-ok; touch " + shown + "/g"})
+	assert.Contains(t, res.Text(), "no-var", "only the system directories are bound")
+	assert.Contains(t, res.Text(), "visible\nsh-ok")
+	assert.Contains(t, res.Text(), "Read-only file system")
+
+	sc = newSandboxRegistry(t, Config{Workdir: work}, Sandbox{HidePaths: []string{hidden}}).Scope("a")
+	res = mustExec(t, sc, &ExecRequest{Command: "ls -A " + hidden + " | wc -l; cat " + hidden + "/secret 2>&1"})
+	assert.NotContains(t, res.Text(), "s3cret", res.Text())
+	assert.Contains(t, res.Text(), "0\n", res.Text())
+}
+
+func TestSandboxMountOrder(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	home, work, cache, ro := filepath.Join(root, "home"), filepath.Join(root, "home", "proj"), filepath.Join(root, "cache"), filepath.Join(root, "home", "proj", "vendor")
+	for _, d := range []string{work, cache, ro} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	p, err := resolveSandbox(&Sandbox{WritablePaths: []string{cache, work}, ReadOnlyPaths: []string{ro}}, home)
+	require.NoError(t, err)
+	got := p.mounts(work, false)
+	want := []mountOp{{home, mountHide}, {cache, mountWritable}, {work, mountWritable}, {ro, mountReadOnly}}
+	// Parents first; the workdir, also a writable path, once, and /run
+	// hidden without network.
+	assert.Equal(t, append([]mountOp{{"/run", mountHide}}, want...), sortedByDepthStable(got), "%v", got)
+	assert.Equal(t, "/tmp", p.sandboxHome("/elsewhere", work))
+	assert.Equal(t, home, p.sandboxHome(home, work), "a hidden HOME is a writable tmpfs")
+
+	_, err = resolveSandbox(&Sandbox{WritablePaths: []string{"/"}}, home)
+	assert.ErrorContains(t, err, "is the root directory")
+	_, err = resolveSandbox(&Sandbox{ReadOnlyPaths: []string{filepath.Join(root, "missing")}}, home)
+	assert.ErrorContains(t, err, "no such file")
+}
+
+// sortedByDepthStable checks mounts is ordered by depth and returns it.
+func sortedByDepthStable(ops []mountOp) []mountOp {
+	for i := 1; i < len(ops); i++ {
+		if strings.Count(ops[i].path, "/") < strings.Count(ops[i-1].path, "/") {
+			return nil
+		}
+	}
+	return ops
+}
