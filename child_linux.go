@@ -27,9 +27,14 @@ type osChild struct {
 	cg       *sessionCgroup // nil without cgroup containment
 	watchdog *watchdog      // learns the pgid, to kill it if this process dies
 
-	mu      sync.Mutex // guards reaped and killErr
-	reaped  bool       // after reaping, the pgid may be reused: never signal it
-	killErr error      // why the last SIGKILL may have missed a process; nil if it did not
+	// sandboxed: the leader is bwrap, which reports a command killed by
+	// signal n as exit code 128+n (see sandboxSignal).
+	sandboxed bool
+
+	mu      sync.Mutex     // guards reaped, killErr and sent
+	reaped  bool           // after reaping, the pgid may be reused: never signal it
+	killErr error          // why the last SIGKILL may have missed a process; nil if it did not
+	sent    syscall.Signal // the last signal other than SIGKILL sent to a sandbox
 }
 
 func (c *osChild) Pid() int { return c.leader }
@@ -94,6 +99,9 @@ func (c *osChild) SignalGroup(sig syscall.Signal) error {
 	if c.reaped {
 		return nil
 	}
+	if c.sandboxed && c.cg != nil && sig != unix.SIGKILL {
+		return c.signalSandbox(sig)
+	}
 	var err error
 	if kerr := unix.Kill(-c.Pid(), sig); kerr != nil && !errors.Is(kerr, unix.ESRCH) {
 		err = fmt.Errorf("signal process group %d: %w", c.Pid(), kerr)
@@ -126,7 +134,7 @@ func (c *osChild) Reap() (syscall.WaitStatus, error) {
 		for {
 			_, err := unix.Wait4(c.leader, &ws, 0, nil)
 			if err != unix.EINTR {
-				return syscall.WaitStatus(ws), err
+				return c.sandboxStatus(syscall.WaitStatus(ws)), err
 			}
 		}
 	}
@@ -134,7 +142,7 @@ func (c *osChild) Reap() (syscall.WaitStatus, error) {
 	if c.cmd.ProcessState == nil {
 		return 0, errors.New("bgexec: process state unavailable")
 	}
-	return c.cmd.ProcessState.Sys().(syscall.WaitStatus), nil
+	return c.sandboxStatus(c.cmd.ProcessState.Sys().(syscall.WaitStatus)), nil
 }
 
 // release removes the session's cgroup once its processes are gone. An
@@ -270,11 +278,19 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		closeAfterStart = append(closeAfterStart, f)
 		cmd.ExtraFiles = []*os.File{f} // the child's fd 3
 	}
+	if spec.sandbox != nil {
+		path, args, files, err := sandboxCommand(spec, cmd.ExtraFiles)
+		if err != nil {
+			return nil, err
+		}
+		closeAfterStart = append(closeAfterStart, files[len(files)-1])
+		cmd.Path, cmd.Args, cmd.ExtraFiles = path, args, files
+	}
 	closeOnExecAbove2()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &osChild{leader: cmd.Process.Pid, cmd: cmd, cg: spec.cgroup}
+	c := &osChild{leader: cmd.Process.Pid, cmd: cmd, cg: spec.cgroup, sandboxed: spec.sandbox != nil}
 	if fd, err := unix.PidfdOpen(c.leader, unix.PIDFD_NONBLOCK); err == nil {
 		c.pidfd = os.NewFile(uintptr(fd), "pidfd")
 		// os.Process keeps a pidfd of its own until Wait. Ours is enough
@@ -308,6 +324,11 @@ func (c *osChild) members() ([]int, error) {
 // `server &` idiom is found, a job that redirected all its output away is
 // not (it is killed with the group, as before).
 func (c *osChild) Lingering(outputHeld bool) []session.Lingering {
+	if c.sandboxed {
+		// Nothing outlives the sandbox's pid namespace; bwrap's init may
+		// still be on its way out, and the session's end kills it.
+		return nil
+	}
 	if c.cg == nil && !outputHeld {
 		return nil
 	}

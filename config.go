@@ -118,9 +118,9 @@ type Config struct {
 	// overrides but kept when inherited.
 	ExtraOverrideOnlyEnvKeys []string
 	// Host is the configured exec host (tools.exec.host): "auto" (default),
-	// "gateway", "sandbox" or "node". This build runs commands on the gateway
-	// (this machine) only: "auto" resolves to "gateway", and "sandbox"/"node"
-	// are refused by NewRegistry until a runner for them exists.
+	// "gateway", "sandbox" or "node". "auto" resolves to "sandbox" when
+	// Sandbox is set, else to "gateway" (this machine). "sandbox" needs
+	// Sandbox; "gateway" with Sandbox set is refused as contradictory.
 	Host string
 	// Security is the configured exec security level: "full" (default),
 	// "allowlist" or "deny". A call may only make it stricter.
@@ -193,6 +193,12 @@ type Config struct {
 	// each parameter's own maximum. Background-disabled (synchronous) exec
 	// runs are not capped: they cannot return before the end.
 	MaxCallWaitMs int
+	// Sandbox, when set, runs every command inside bubblewrap (see
+	// [Sandbox]) and makes the host "auto" resolve to "sandbox". Nil (the
+	// default) runs commands on this machine. An elevated call that
+	// Elevation allows runs outside it. NewRegistry fails when bwrap is
+	// missing or cannot create the sandbox here.
+	Sandbox *Sandbox
 }
 
 // ConfigFromEnv returns the defaults overlaid with the environment
@@ -266,7 +272,7 @@ type settings struct {
 	workdir        string
 	backgroundOff  bool
 	marker         string
-	host           string // where commands run: "gateway"
+	host           string // where commands run: "gateway" or "sandbox"
 	hostSetting    string // the configured value: "auto" or the host
 	security       securityLevel
 	ask            askMode
@@ -278,6 +284,7 @@ type settings struct {
 	limitSettings
 	notices     bool          // ExitNoticesInResults
 	maxCallWait time.Duration // 0 = no cap
+	sandbox     *sandboxPlan  // nil: commands run on the gateway
 }
 
 func resolveConfig(c Config, getenv func(string) string) (settings, error) {
@@ -354,7 +361,7 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 	if s.hostSetting == "" {
 		s.hostSetting = "auto"
 	}
-	if s.host, err = resolveHost(c.Host); err != nil {
+	if s.host, err = resolveHost(c.Host, c.Sandbox != nil); err != nil {
 		return s, err
 	}
 	if s.security, err = parseSecurity(c.Security); err != nil {

@@ -362,6 +362,79 @@
 // sandbox host, not the policy; RELIABILITY.md's security model says what
 // each layer protects against.
 //
+// # The sandbox host
+//
+// With [Config.Sandbox] set, the host "auto" is "sandbox" and every
+// command runs as `bwrap <options> -- $SHELL -c command`, started exactly
+// as a gateway child is (the same pipes or PTY, process group or session,
+// clone into the session's cgroup) but always from the registry's spawner
+// thread: bwrap's --die-with-parent is tied to the thread that forked it.
+// bubblewrap was chosen because it is what Flatpak and the sandboxes of
+// Codex and Anthropic use, needs no daemon, and runs as root or, on hosts
+// that allow user namespaces, unprivileged. NewRegistry runs `bwrap …
+// true` once and, if that fails, adds one feature at a time to say which
+// the host refuses. The choices where the issue was silent:
+//
+//   - Namespaces: user, pid, mount, ipc, uts, cgroup and (unless
+//     Sandbox.Network) net. The user namespace maps the caller's uid onto
+//     itself, as bwrap does: file ownership is unchanged (files a command
+//     writes in the working directory belong to the caller), but no
+//     capability of the host's namespace is left; all are dropped inside
+//     too, and no_new_privs is set. What keeps a command from writing is
+//     the mount table, not the uid: the root is bound read-only
+//     recursively, cgroupfs included, and only the working directory,
+//     Sandbox.WritablePaths, a private /tmp and the hidden paths (empty
+//     tmpfs) are writable. Mounts are applied parents first, so a path
+//     below /tmp or a hidden directory shows through.
+//   - The working directory of each call is bound read-write at its real
+//     path; "/" is refused (it would make everything writable). HOME stays
+//     the host's path when the command can write there (it is hidden by
+//     default, so it is an empty tmpfs), else it is /tmp; TMPDIR likewise.
+//     The environment rules apply unchanged.
+//   - /run is hidden by default without network: a read-only bind does
+//     not stop connect(2) on a service socket, and the command has the
+//     caller's uid.
+//   - Seccomp: the filter is built with github.com/elastic/go-seccomp-bpf
+//     (a maintained pure-Go assembler, no cgo or libseccomp) and handed to
+//     bwrap as a sealed memfd (--seccomp), which bwrap reads and closes.
+//     It refuses with EPERM what Docker's default profile refuses a
+//     container without capabilities (mount and the new mount API,
+//     ptrace, process_vm_*, unshare, setns, namespace flags of clone,
+//     kexec, modules, bpf, perf, keyrings, swap, reboot, open_by_handle_at,
+//     io_uring, userfaultfd …), answers clone3 with ENOSYS (its flags are
+//     out of a filter's reach; C libraries fall back to clone), and kills
+//     a process that makes a system call of another ABI (i386 on x86_64).
+//     go-seccomp-bpf brings golang.org/x/net (its bpf assembler).
+//   - Terminals: pipe sessions get --new-session, so nothing inside can
+//     reach a controlling terminal of the host (TIOCSTI). PTY sessions
+//     keep theirs, which is the session's own PTY: keys injected there
+//     reach only the session itself. Inside, bwrap shows it as
+//     /dev/console.
+//   - Signals: kill and timeout send SIGTERM to the processes in the
+//     session's cgroup but bwrap's monitor, so the command gets its grace
+//     period (bwrap passes no signal on and would die at once, and its
+//     --die-with-parent would SIGKILL the command); SIGKILL goes to all.
+//     bwrap reports a command killed by signal n as exit code 128+n; when
+//     n is the signal the session sent, the end is reported as that
+//     signal. A signal death that comes from inside the sandbox (a crash,
+//     `kill -9 $$`) stays exit code 128+n: bwrap tells nothing more.
+//     Without cgroups, signals reach bwrap's process group, and bwrap's
+//     end takes the sandbox with it.
+//   - The sandbox's first process ending ends everything in it, so
+//     processes a shell leaves running (`server &`) end with the shell,
+//     and exec reports the shell's end; run a server as the command
+//     itself, in the background. This is what makes setsid, double forks
+//     and cgroup moves harmless: kill, timeout, Close and the host's death
+//     (the watchdog kills the session's cgroup or group, and bwrap's
+//     monitor) end the pid namespace and all of it.
+//   - elevated:true runs that one call on this machine, only when
+//     Config.Elevation enables and allows it for the scope. A sandbox
+//     failure is a failure result; nothing falls back to the gateway.
+//   - The first "Read-only file system" in a session's output adds one
+//     line to the exec or poll result naming the writable paths; the
+//     exec tool description of [Registry.ToolDefinitions] says where
+//     commands run, with or without network, and what is writable.
+//
 // # Errors
 //
 // A tool-level failure (blank command, refused env key, unknown session,

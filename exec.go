@@ -155,6 +155,14 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		extra = append([]string{"TERM=" + DefaultTERM}, extra...)
 	}
 	spec.env = sc.reg.env.Merge(os.Environ(), req.Env, extra...)
+	hint := ""
+	if p := st.sandbox; p != nil && !req.Elevated {
+		// Elevation, when allowed, runs on this machine; nothing else does.
+		if msg := p.prepare(spec, cwd); msg != "" {
+			return execFailure(msg), nil
+		}
+		hint = p.readOnlyHint(cwd)
+	}
 
 	if err := sc.reg.admit(); err != nil {
 		return nil, err
@@ -196,6 +204,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		// leaves running, so a synchronous run ends it with the shell.
 		KeepLeftovers: !synchronous,
 		MemoryLimit:   st.limits.MemoryBytes,
+		ReadOnlyHint:  hint,
 		Proc:          sp.child,
 		Outputs:       sp.outputs,
 		Stdin:         sp.stdin,
@@ -276,7 +285,7 @@ func runningResult(s *session.Session, warnings []string) *Result {
 func backgroundResult(s *session.Session, warnings []string, text string) *Result {
 	sn := s.Snapshot(tailChars)
 	if tail := strings.TrimRight(sn.Tail, "\r\n"); tail != "" {
-		text += "\n\nOutput so far:\n" + tail
+		text = s.WithHint(text + "\n\nOutput so far:\n" + tail)
 	}
 	return textResult(withWarnings(warnings, text), Details{
 		Status:    StatusRunning,
@@ -359,7 +368,7 @@ func finishedResult(s *session.Session, warnings []string) *Result {
 			text = reason
 		}
 	}
-	return textResult(withWarnings(warnings, withNotice(text, sn.Truncated)), d)
+	return textResult(withWarnings(warnings, s.WithHint(withNotice(text, sn.Truncated))), d)
 }
 
 // failureReason explains a failed end.

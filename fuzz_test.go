@@ -31,7 +31,7 @@ func instantSpawn(spec *spawnSpec) (*spawned, error) {
 // exactly one of result and error; a result has a known status, a text,
 // and marshals to the tool envelope.
 func FuzzCall(f *testing.F) {
-	reg, err := NewRegistry(Config{YieldMs: 10, Containment: ContainmentOff, KillGrace: 10 * time.Millisecond})
+	reg, err := NewRegistry(sandboxed(Config{YieldMs: 10, Containment: ContainmentOff, KillGrace: 10 * time.Millisecond}))
 	require.NoError(f, err)
 	reg.spawn = instantSpawn
 	f.Cleanup(func() { _ = reg.Close(context.Background()) })

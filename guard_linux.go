@@ -25,8 +25,9 @@ type spawner struct {
 }
 
 type spawnCall struct {
-	spec  *spawnSpec
-	reply chan spawnResult
+	spec   *spawnSpec
+	reply  chan spawnResult
+	limits *limitRoot // forks a sandbox into its session's cgroup v1 directories; nil for none
 }
 
 type spawnResult struct {
@@ -44,7 +45,13 @@ func (s *spawner) run(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case c := <-s.reqs:
-			sp, err := startChild(c.spec)
+			// startHere may fail to bring the thread back from a
+			// session's cgroup v1 directories (a write to a tasks file
+			// this thread was just in; not seen happen). The thread
+			// cannot end without killing every child it forked with
+			// Pdeathsig, so it goes on serving: later children are
+			// then counted in that session's v1 cgroups too.
+			sp, err, _ := c.limits.startHere(c.spec)
 			c.reply <- spawnResult{sp, err}
 		}
 	}
@@ -59,18 +66,20 @@ func (s *spawner) run(stop <-chan struct{}) {
 // process group is listed with the watchdog.
 func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 	r.watchdog.keepAlive()
-	if spec.cgroup != nil {
+	if spec.cgroup != nil && spec.sandbox == nil {
 		return r.limits.startInCgroup(spec)
 	}
-	spec.pdeathsig = true
-	c := spawnCall{spec: spec, reply: make(chan spawnResult, 1)}
+	// bwrap --die-with-parent ties bwrap's own life to the thread that
+	// forked it: a sandbox is forked on the spawner thread even in a cgroup.
+	spec.pdeathsig = spec.cgroup == nil
+	c := spawnCall{spec: spec, reply: make(chan spawnResult, 1), limits: r.limits}
 	select {
 	case r.spawner.reqs <- c:
 	case <-r.stop:
 		return nil, ErrClosed
 	}
 	res := <-c.reply
-	if res.err == nil {
+	if res.err == nil && spec.cgroup == nil {
 		if oc, ok := res.sp.child.(*osChild); ok {
 			oc.watchdog = r.watchdog
 			r.watchdog.watch(oc.Pid())

@@ -274,7 +274,7 @@ func (n *countingNotifier) snapshot() (events int, beats map[string]int) {
 // cgroupsAvailable reports whether this process may create session cgroups.
 func cgroupsAvailable(t *testing.T) bool {
 	t.Helper()
-	reg, err := NewRegistry(Config{Containment: ContainmentRequired})
+	reg, err := NewRegistry(sandboxed(Config{Containment: ContainmentRequired}))
 	if err != nil {
 		t.Logf("cgroup containment unavailable: %v", err)
 		return false

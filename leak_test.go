@@ -39,7 +39,7 @@ func TestLeakSuite(t *testing.T) {
 	// (netpoller descriptors, pools, os/exec lookups), so the baseline is
 	// the steady state.
 	{
-		reg, err := NewRegistry(Config{YieldMs: MaxYieldMs})
+		reg, err := NewRegistry(sandboxed(Config{YieldMs: MaxYieldMs}))
 		require.NoError(t, err)
 		sc := reg.Scope("warm")
 		mustExec(t, sc, &ExecRequest{Command: "true"})
@@ -62,7 +62,7 @@ func TestLeakSuite(t *testing.T) {
 	)
 	for r := range registries {
 		t.Run(fmt.Sprintf("registry %d of %d ends %d sessions in mixed ways", r+1, registries, perReg), func(t *testing.T) {
-			reg, err := NewRegistry(Config{YieldMs: MaxYieldMs, KillGrace: 300 * time.Millisecond, Notifier: notes})
+			reg, err := NewRegistry(sandboxed(Config{YieldMs: MaxYieldMs, KillGrace: 300 * time.Millisecond, Notifier: notes}))
 			require.NoError(t, err)
 			closed := false
 			t.Cleanup(func() {

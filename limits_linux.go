@@ -507,14 +507,9 @@ func (l *limitRoot) remove() {
 // runtime threads are cloned by the runtime's template thread while a
 // thread is locked, so none inherits the session's cgroups either.
 func (l *limitRoot) startInCgroup(spec *spawnSpec) (*spawned, error) {
-	var sl *sessionLimits
-	if l != nil {
-		sl = spec.cgroup.lim
-	}
-	if sl == nil || len(sl.tasks) == 0 {
+	if !l.hasV1(spec) {
 		return startChild(spec)
 	}
-	defer sl.closeTasks()
 	type result struct {
 		sp  *spawned
 		err error
@@ -522,25 +517,9 @@ func (l *limitRoot) startInCgroup(spec *spawnSpec) (*spawned, error) {
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
-		tid := []byte(strconv.Itoa(unix.Gettid()))
 		var res result
-		joined := 0
-		for _, fd := range sl.tasks {
-			if _, err := unix.Write(fd, tid); err != nil {
-				res.err = fmt.Errorf("join the session's cgroup v1 %s: %w", l.v1[joined].ctrl, err)
-				break
-			}
-			joined++
-		}
-		if res.err == nil {
-			res.sp, res.err = startChild(spec)
-		}
-		home := true
-		for _, h := range l.v1[:joined] {
-			if _, err := unix.Write(h.home, tid); err != nil {
-				home = false
-			}
-		}
+		var home bool
+		res.sp, res.err, home = l.startHere(spec)
 		if home {
 			runtime.UnlockOSThread()
 		}
@@ -548,6 +527,43 @@ func (l *limitRoot) startInCgroup(spec *spawnSpec) (*spawned, error) {
 	}()
 	res := <-done
 	return res.sp, res.err
+}
+
+// hasV1 reports whether spec's session has cgroup v1 directories to fork into.
+func (l *limitRoot) hasV1(spec *spawnSpec) bool {
+	return l != nil && spec.cgroup != nil && spec.cgroup.lim != nil && len(spec.cgroup.lim.tasks) > 0
+}
+
+// startHere forks spec from the calling goroutine's thread, which must be
+// locked to it: the thread joins the session's v1 cgroups, forks, and goes
+// back. home is false when it could not go back; the caller must then let
+// the thread end rather than reuse it.
+func (l *limitRoot) startHere(spec *spawnSpec) (sp *spawned, err error, home bool) {
+	if !l.hasV1(spec) {
+		sp, err = startChild(spec)
+		return sp, err, true
+	}
+	sl := spec.cgroup.lim
+	defer sl.closeTasks()
+	tid := []byte(strconv.Itoa(unix.Gettid()))
+	joined := 0
+	for _, fd := range sl.tasks {
+		if _, werr := unix.Write(fd, tid); werr != nil {
+			err = fmt.Errorf("join the session's cgroup v1 %s: %w", l.v1[joined].ctrl, werr)
+			break
+		}
+		joined++
+	}
+	if err == nil {
+		sp, err = startChild(spec)
+	}
+	home = true
+	for _, h := range l.v1[:joined] {
+		if _, werr := unix.Write(h.home, tid); werr != nil {
+			home = false
+		}
+	}
+	return sp, err, home
 }
 
 // OOMKilled reports whether the kernel's OOM killer ended a process of

@@ -58,6 +58,12 @@ func runHelper(args []string) int {
 		n, _ := strconv.Atoi(rest[0])
 		fmt.Println("exiting", n)
 		return n
+	case "sandbox-syscalls":
+		return helperSyscalls()
+	case "unix-connect":
+		return helperUnixConnect(rest[0])
+	case "sandbox-host":
+		return helperSandboxHost(rest[0])
 	case "hang":
 		// Prints ready, then waits to be killed.
 		fmt.Println("ready")
@@ -210,7 +216,7 @@ func newTestRegistry(t *testing.T, cfg Config) *Registry {
 	if cfg.YieldMs == 0 {
 		cfg.YieldMs = MaxYieldMs
 	}
-	reg, err := NewRegistry(cfg)
+	reg, err := NewRegistry(sandboxed(cfg))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -355,7 +361,7 @@ func killedCgroupHost(base string) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reg, err := NewRegistry(Config{})
+	reg, err := NewRegistry(sandboxed(Config{}))
 	if err != nil {
 		fmt.Println("registry:", err)
 		return 1
@@ -368,7 +374,7 @@ func killedCgroupHost(base string) int {
 		return 1
 	}
 	fmt.Println("exec:", res.Text())
-	req, err := NewRegistry(Config{Containment: ContainmentRequired})
+	req, err := NewRegistry(sandboxed(Config{Containment: ContainmentRequired}))
 	if err == nil {
 		_ = req.Close(ctx)
 	}

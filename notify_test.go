@@ -147,7 +147,7 @@ func TestExitNotifications(t *testing.T) {
 			} else {
 				cfg.Notifier = rec
 			}
-			reg, err := NewRegistry(cfg)
+			reg, err := NewRegistry(sandboxed(cfg))
 			require.NoError(t, err)
 			scope := reg.Scope("agent:x")
 			sc.run(t, reg, scope)
@@ -327,7 +327,7 @@ func TestCloseHonoursContextWhileNotifierBlocks(t *testing.T) {
 // when its context has ended already.
 func TestCloseWithEndedContextWaitsForIdleNotifier(t *testing.T) {
 	t.Parallel()
-	reg, err := NewRegistry(Config{Notifier: NewQueue()})
+	reg, err := NewRegistry(sandboxed(Config{Notifier: NewQueue()}))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -108,11 +108,24 @@ func parseSecurity(s string) (securityLevel, error) {
 
 func parseAsk(s string) (askMode, error) { return parseLevel[askMode]("ask", askNames, s) }
 
-func resolveHost(h string) (string, error) {
+func resolveHost(h string, sandboxed bool) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(h)) {
-	case "", "auto", "gateway":
+	case "", "auto":
+		if sandboxed {
+			return "sandbox", nil
+		}
 		return "gateway", nil
-	case "sandbox", "node":
+	case "gateway":
+		if sandboxed {
+			return "", fmt.Errorf("bgexec: Config.Host %q contradicts Config.Sandbox: use auto or sandbox, or leave Sandbox nil", h)
+		}
+		return "gateway", nil
+	case "sandbox":
+		if !sandboxed {
+			return "", fmt.Errorf("bgexec: Config.Host %q needs Config.Sandbox (set it to &bgexec.Sandbox{} for the defaults)", h)
+		}
+		return "sandbox", nil
+	case "node":
 		return "", fmt.Errorf("bgexec: Config.Host %q needs a runner this build does not provide; use auto or gateway", h)
 	default:
 		return "", fmt.Errorf("bgexec: Config.Host %q is not one of auto, sandbox, gateway, node", h)

@@ -65,7 +65,7 @@ func TestApprovalsAndElevation(t *testing.T) {
 	t.Run("a call may only make security stricter", func(t *testing.T) {
 		reg := newTestRegistry(t, Config{Security: "deny"})
 		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo hi", Security: "full"})
-		assert.Equal(t, "exec denied: host=gateway security=deny", res.Text())
+		assert.Equal(t, "exec denied: host="+suiteHost()+" security=deny", res.Text())
 		reg = newTestRegistry(t, Config{})
 		res = mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo hi", Ask: "always"})
 		assert.Equal(t, "exec denied: approval required but no approver is configured.", res.Text())
@@ -77,10 +77,10 @@ func TestApprovalsAndElevation(t *testing.T) {
 		res := mustExec(t, reg.Scope("agent:admin"), &ExecRequest{Command: "echo up", Elevated: true})
 		assert.Equal(t, "up", res.Text())
 		res = mustExec(t, reg.Scope("agent:guest"), &ExecRequest{Command: "echo up", Elevated: true})
-		assert.Equal(t, "elevated is not available right now (runtime=gateway).\nFailing gates: allowFrom (tools.elevated.allowFrom)\nContext: session=agent:guest", res.Text())
+		assert.Equal(t, "elevated is not available right now (runtime="+suiteHost()+").\nFailing gates: allowFrom (tools.elevated.allowFrom)\nContext: session=agent:guest", res.Text())
 		reg = newTestRegistry(t, Config{})
 		res = mustExec(t, reg.Scope("agent:main:main"), &ExecRequest{Command: "echo up", Elevated: true})
-		assert.Equal(t, "elevated is not available right now (runtime=gateway).\nFailing gates: enabled (tools.elevated.enabled)\nContext: session=agent:main:main", res.Text())
+		assert.Equal(t, "elevated is not available right now (runtime="+suiteHost()+").\nFailing gates: enabled (tools.elevated.enabled)\nContext: session=agent:main:main", res.Text())
 	})
 	t.Run("a per-call host must equal the configured one", func(t *testing.T) {
 		reg := newTestRegistry(t, Config{})

@@ -253,7 +253,7 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	if capped && !sn.Ended && dr.Text == "" {
 		text += "\n" + sc.reg.cfg.cappedNote("timeout", asked, "poll again to keep waiting.")
 	}
-	return textResult(text, d), nil
+	return textResult(s.WithHint(text), d), nil
 }
 
 // retryAfter is the suggested poll delay after n consecutive empty polls:

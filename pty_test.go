@@ -72,6 +72,7 @@ func TestPTYTerminal(t *testing.T) {
 	const probe = `tty; stty size; printf '[%s]\n' "$TERM"`
 
 	t.Run("the child has a controlling terminal of 120x30 and a default TERM", func(t *testing.T) {
+		skipInSandboxSuite(t, "bwrap shows the terminal inside as /dev/console")
 		t.Setenv("TERM", "")
 		res := mustExec(t, sc, &ExecRequest{Command: probe, PTY: true})
 		require.Equal(t, StatusCompleted, res.Details.Status, res.Text())
@@ -381,13 +382,13 @@ func TestPTYOutput(t *testing.T) {
 func TestPTYReleasesEverything(t *testing.T) {
 	// The first PTY session may create descriptors the runtime keeps (the
 	// poller), so count after one has run in a registry closed again.
-	warm, err := NewRegistry(Config{})
+	warm, err := NewRegistry(sandboxed(Config{}))
 	require.NoError(t, err)
 	mustExec(t, warm.Scope("a"), &ExecRequest{Command: "true", PTY: true})
 	require.NoError(t, warm.Close(testCtx(t)))
 
 	fds := openFDs(t)
-	reg, err := NewRegistry(Config{KillGrace: 200 * time.Millisecond})
+	reg, err := NewRegistry(sandboxed(Config{KillGrace: 200 * time.Millisecond}))
 	require.NoError(t, err)
 	sc := reg.Scope("a")
 	finished := startPTY(t, sc, "echo done")

@@ -78,6 +78,11 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Sandbox != nil {
+		if st.sandbox, err = newSandboxPlan(cfg.Sandbox); err != nil {
+			return nil, err
+		}
+	}
 	var cg *cgroupRoot
 	var cgErr error
 	if cfg.Containment != ContainmentOff {

@@ -22,7 +22,7 @@ import (
 func TestCloseWhileExecCallsSpawn(t *testing.T) {
 	t.Parallel()
 	for round := range 50 {
-		reg, err := NewRegistry(Config{YieldMs: MaxYieldMs})
+		reg, err := NewRegistry(sandboxed(Config{YieldMs: MaxYieldMs}))
 		require.NoError(t, err)
 		dir := ""
 		if reg.cgroups != nil {
@@ -69,7 +69,7 @@ func TestCloseWhileExecCallsSpawn(t *testing.T) {
 
 func TestCloseGivesTheGracePeriod(t *testing.T) {
 	t.Parallel()
-	reg, err := NewRegistry(Config{YieldMs: MaxYieldMs, KillGrace: 2 * time.Second})
+	reg, err := NewRegistry(sandboxed(Config{YieldMs: MaxYieldMs, KillGrace: 2 * time.Second}))
 	require.NoError(t, err)
 	sc := reg.Scope("a")
 	var ss []*session.Session
@@ -107,7 +107,7 @@ func TestSessionIDsAreNotReissued(t *testing.T) {
 // "running" and keep the session, never a foreground "completed" result.
 func TestBackgroundAlwaysReturnsRunning(t *testing.T) {
 	t.Parallel()
-	reg, err := NewRegistry(Config{JobTTLMs: 60000})
+	reg, err := NewRegistry(sandboxed(Config{JobTTLMs: 60000}))
 	require.NoError(t, err)
 	defer reg.Close(context.Background())
 	reg.spawn = func(*spawnSpec) (*spawned, error) {

@@ -19,6 +19,10 @@ type spawnSpec struct {
 	rows      uint16
 	cgroup    *sessionCgroup // nil: process group only
 	pdeathsig bool           // SIGKILL the child when the forking thread exits
+	// sandbox, when set, runs the command inside bwrap (see sandbox.go),
+	// with sandboxDir, the working directory's real path, bound read-write.
+	sandbox    *sandboxPlan
+	sandboxDir string
 }
 
 // spawned is a started command and the descriptors the session owns.

@@ -266,7 +266,7 @@ func TestStress(t *testing.T) {
 	const workers = 8
 	dur := 5 * time.Second
 	notes := &countingNotifier{}
-	reg, err := NewRegistry(Config{YieldMs: 100, KillGrace: 200 * time.Millisecond, DrainTimeout: 300 * time.Millisecond, Notifier: notes})
+	reg, err := NewRegistry(sandboxed(Config{YieldMs: 100, KillGrace: 200 * time.Millisecond, DrainTimeout: 300 * time.Millisecond, Notifier: notes}))
 	require.NoError(t, err)
 	closed := false
 	t.Cleanup(func() {
@@ -372,7 +372,7 @@ func TestStressCloseDuringCalls(t *testing.T) {
 		t.Run(fmt.Sprintf("round %d leaves no process, goroutine or cgroup behind", round+1), func(t *testing.T) {
 			ignore := goleak.IgnoreCurrent()
 			tag := newTag(t)
-			reg, err := NewRegistry(Config{YieldMs: 50, KillGrace: 200 * time.Millisecond, DrainTimeout: 300 * time.Millisecond})
+			reg, err := NewRegistry(sandboxed(Config{YieldMs: 50, KillGrace: 200 * time.Millisecond, DrainTimeout: 300 * time.Millisecond}))
 			require.NoError(t, err)
 			cgRoot := ""
 			if reg.cgroups != nil {

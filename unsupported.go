@@ -74,3 +74,5 @@ type resourceScan struct{}
 
 func newResourceScan() *resourceScan    { return nil }
 func (*resourceScan) of(any) *Resources { return nil }
+
+func newSandboxPlan(*Sandbox) (*sandboxPlan, error) { return nil, errPlatform }

@@ -95,7 +95,9 @@
 // six-byte JSON escape.
 //
 // The configuration of the registries comes from the environment
-// variables of [bgexec.ConfigFromEnv].
+// variables of [bgexec.ConfigFromEnv]. BGEXEC_SANDBOX=1 runs every command
+// in the bubblewrap sandbox with its defaults ([bgexec.Sandbox]): no
+// network, the file system read-only but the working directory and /tmp.
 package main
 
 import (
@@ -176,6 +178,9 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := bgexec.ConfigFromEnv(nil)
+	if os.Getenv("BGEXEC_SANDBOX") == "1" {
+		cfg.Sandbox = &bgexec.Sandbox{}
+	}
 	cfg.ExitNoticesInResults = *notices
 	cfg.MaxCallWaitMs = *maxCallMs
 	return &settings{

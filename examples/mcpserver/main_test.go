@@ -606,6 +606,39 @@ func TestServeInProcess(t *testing.T) {
 	requireGroupGone(t, d.Pid)
 }
 
+// TestServeSandboxed serves a sandboxed registry: the exec description
+// says so, and a command cannot see this process.
+func TestServeSandboxed(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("bwrap is missing (apt-get install bubblewrap)")
+		}
+		t.Skip("bwrap not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	st, ct := mcp.NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(context.Background(), st, &options{cfg: bgexec.Config{Sandbox: &bgexec.Sandbox{}}, logger: discardLogger()})
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	tools, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(tools.Tools[0].Description, "Run a shell command in a sandbox"), tools.Tools[0].Description)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "test -d /proc/" + strconv.Itoa(os.Getpid()) + " && echo host || echo sandboxed"}})
+	require.NoError(t, err)
+	assert.Equal(t, "sandboxed", textOf(t, res))
+	require.NoError(t, cs.Close())
+	select {
+	case err := <-served:
+		assert.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("serve did not return after the client left")
+	}
+}
+
 func TestFilterLines(t *testing.T) {
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,

@@ -145,7 +145,7 @@ func (c *conn) newServer() *mcp.Server {
 		SupportedProtocolVersions: revisions,
 		RootsListChangedHandler:   func(context.Context, *mcp.RootsListChangedRequest) { c.roots.invalidate() },
 	})
-	for _, def := range bgexec.ToolDefinitions() {
+	for _, def := range c.reg.ToolDefinitions() {
 		meta := toolMeta(def.Name)
 		srv.AddTool(&mcp.Tool{
 			Name:         def.Name,

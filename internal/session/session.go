@@ -114,6 +114,9 @@ type Options struct {
 	// MemoryLimit is the session's memory limit in bytes (0: none), named
 	// by the end of a session the limit killed.
 	MemoryLimit int64
+	// ReadOnlyHint is added once to a result whose output shows the first
+	// "Read-only file system" (see TakeHint); "" means never.
+	ReadOnlyHint string
 
 	Proc    Process
 	Outputs []io.Reader // stdout, stderr; or the PTY master alone
@@ -170,6 +173,8 @@ type Session struct {
 	lingering    []Lingering   // what the shell left running at its exit
 	listeners    []string      // TCP ports last seen listening (NoteListeners)
 	shellCode    *int          // the shell's exit code then
+
+	hinted atomic.Bool // ReadOnlyHint was handed out
 }
 
 // New returns a session that is not started yet.

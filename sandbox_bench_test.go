@@ -1,0 +1,83 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// BenchmarkSandboxExec runs a foreground exec of `true` in the sandbox and
+// on the gateway, and, as the floor, the same bwrap command line run
+// directly with os/exec (bwrap's own start: namespaces, mounts, seccomp),
+// all in one run. The sandbox and gateway registries both use cgroup
+// containment when this host allows it.
+func BenchmarkSandboxExec(b *testing.B) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Skip("bwrap not installed")
+	}
+	wd := b.TempDir()
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"gateway", Config{Shell: benchShell, Workdir: wd}},
+		{"sandbox", Config{Shell: benchShell, Workdir: wd, Sandbox: &Sandbox{}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			reg, err := NewRegistry(c.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				_ = reg.Close(ctx) // Best effort: every session ended.
+			})
+			sc := reg.Scope("bench")
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := sc.Exec(ctx, &ExecRequest{Command: "true"})
+				if err != nil || res.Details.Status != StatusCompleted {
+					b.Fatal(err, res)
+				}
+			}
+		})
+	}
+	b.Run("raw-bwrap", func(b *testing.B) {
+		reg, err := NewRegistry(Config{Shell: benchShell, Sandbox: &Sandbox{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := reg.cfg.sandbox
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = reg.Close(ctx) // Best effort: it never spawned.
+		shell, err := exec.LookPath(benchShell)
+		if err != nil {
+			b.Fatal(err)
+		}
+		argv := append(p.argv(wd, 3, false, false), shell, "-c", "true")
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			f, err := seccompFile(p.seccomp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Dir = wd
+			cmd.ExtraFiles = []*os.File{f}
+			err = cmd.Run()
+			_ = f.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

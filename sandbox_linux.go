@@ -1,0 +1,279 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// minimalRootDirs are bound read-only under Sandbox.MinimalRoot.
+var minimalRootDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"}
+
+// mountOp is one bind or tmpfs of the sandbox's file system.
+type mountOp struct {
+	path string
+	kind int // mountHide < mountReadOnly < mountWritable: the stronger wins on one path
+}
+
+const (
+	mountHide = iota
+	mountReadOnly
+	mountWritable
+)
+
+// newSandboxPlan validates sb and checks that bwrap runs here with every
+// namespace and the seccomp filter, naming the check that failed.
+func newSandboxPlan(sb *Sandbox) (*sandboxPlan, error) {
+	p, err := resolveSandbox(sb, userHome())
+	if err != nil {
+		return nil, err
+	}
+	p.bwrap = sb.Bwrap
+	if p.bwrap == "" {
+		p.bwrap = "bwrap"
+	}
+	if p.bwrap, err = exec.LookPath(p.bwrap); err != nil {
+		return nil, fmt.Errorf("bgexec: sandbox: bubblewrap not found (%v): install it (Debian: apt-get install bubblewrap) or set Sandbox.Bwrap", err)
+	}
+	if p.seccomp, err = seccompProgram(); err != nil {
+		return nil, fmt.Errorf("bgexec: sandbox: %w", err)
+	}
+	if err := p.probe(); err != nil {
+		return nil, fmt.Errorf("bgexec: sandbox: %w", err)
+	}
+	return p, nil
+}
+
+// probeTimeout bounds each probe run of bwrap.
+const probeTimeout = 20 * time.Second
+
+// probe runs `true` in the sandbox once. When that fails it runs bwrap
+// again with one feature more each time, from a bare mount namespace up,
+// so the error names the first that this host refuses.
+func (p *sandboxPlan) probe() error {
+	if err := p.probeRun(append(p.argv("/", 0, false, true), "true")); err == nil {
+		return nil
+	} else if !errors.As(err, new(*exec.ExitError)) {
+		return fmt.Errorf("run %s: %w", p.bwrap, err)
+	}
+	checks := []struct {
+		name  string
+		flags []string
+	}{
+		{"a mount namespace with the root bound read-only", []string{"--ro-bind", "/", "/"}},
+		{"a user namespace", []string{"--unshare-user"}},
+		{"a pid namespace with a fresh /proc", []string{"--unshare-pid", "--proc", "/proc"}},
+		{"a fresh /dev and a private /tmp", []string{"--dev", "/dev", "--tmpfs", "/tmp"}},
+		{"ipc and uts namespaces", []string{"--unshare-ipc", "--unshare-uts"}},
+		{"a cgroup namespace", []string{"--unshare-cgroup"}},
+		{"a network namespace", []string{"--unshare-net"}},
+		{"--die-with-parent and --cap-drop ALL", []string{"--die-with-parent", "--cap-drop", "ALL"}},
+	}
+	var args []string
+	for _, c := range checks {
+		if c.name == "a network namespace" && p.network {
+			continue
+		}
+		args = append(args, c.flags...)
+		if err := p.probeRun(append(append([]string{p.bwrap}, args...), "--", "true")); err != nil {
+			return fmt.Errorf("bubblewrap (%s) cannot create %s here: %w", p.bwrap, c.name, err)
+		}
+	}
+	err := p.probeRun(append(p.argv("/", 0, false, true), "true"))
+	return fmt.Errorf("bubblewrap (%s) cannot run a command in the configured sandbox (binds, or the seccomp filter): %w", p.bwrap, err)
+}
+
+// probeRun runs one bwrap command line (with the seccomp filter on fd 3
+// when it asks for one) and returns its failure with bwrap's message.
+func (p *sandboxPlan) probeRun(argv []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = "/"
+	cmd.Env = []string{watchdogEnvPath}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if slices.Contains(argv, "--seccomp") {
+		f, err := seccompFile(p.seccomp)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cmd.ExtraFiles = []*os.File{f}
+	}
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			msg, _, _ = strings.Cut(msg, "\n") // bwrap's message; not its usage text
+			return fmt.Errorf("%w: %s", err, middleTruncate(msg, 300))
+		}
+		return err
+	}
+	return nil
+}
+
+// argv is the bwrap command line up to and including "--": cwd is the
+// real path of the working directory (bound read-write unless it is "/"
+// in the probe), seccompFD the descriptor the filter is on (0: the probe's
+// 3). Pipe sessions get a session of their own (--new-session), so nothing
+// inside can reach the host's controlling terminal (TIOCSTI); a PTY
+// session keeps its own terminal as its controlling one, which only the
+// session reads.
+func (p *sandboxPlan) argv(cwd string, seccompFD int, pty, probe bool) []string {
+	a := make([]string, 0, 48)
+	a = append(a, p.bwrap,
+		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup")
+	if !p.network {
+		a = append(a, "--unshare-net")
+	}
+	a = append(a, "--die-with-parent", "--cap-drop", "ALL")
+	if !pty {
+		a = append(a, "--new-session")
+	}
+	if p.minimal {
+		for _, d := range minimalRootDirs {
+			a = append(a, "--ro-bind-try", d, d)
+		}
+	} else {
+		a = append(a, "--ro-bind", "/", "/")
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	for _, op := range p.mounts(cwd, probe) {
+		switch op.kind {
+		case mountHide:
+			a = append(a, "--tmpfs", op.path)
+		case mountReadOnly:
+			a = append(a, "--ro-bind", op.path, op.path)
+		case mountWritable:
+			a = append(a, "--bind", op.path, op.path)
+		}
+	}
+	if seccompFD == 0 {
+		seccompFD = 3
+	}
+	return append(a, "--chdir", cwd, "--seccomp", strconv.Itoa(seccompFD), "--")
+}
+
+// mounts orders the configured paths and the working directory by depth,
+// parents first, so a path below a hidden one (or below /tmp) is bound
+// over the tmpfs; on one path the strongest kind wins. Hidden paths that
+// no longer exist are skipped.
+func (p *sandboxPlan) mounts(cwd string, probe bool) []mountOp {
+	kinds := make(map[string]int)
+	var order []string
+	add := func(path string, kind int) {
+		if old, ok := kinds[path]; !ok {
+			order = append(order, path)
+			kinds[path] = kind
+		} else if kind > old {
+			kinds[path] = kind
+		}
+	}
+	for _, h := range p.hide {
+		if _, err := os.Lstat(h); err == nil {
+			add(h, mountHide)
+		}
+	}
+	for _, r := range p.readOnly {
+		add(r, mountReadOnly)
+	}
+	for _, w := range p.writable {
+		add(w, mountWritable)
+	}
+	if !probe {
+		add(cwd, mountWritable)
+	}
+	slices.SortStableFunc(order, func(a, b string) int {
+		return strings.Count(a, "/") - strings.Count(b, "/")
+	})
+	ops := make([]mountOp, len(order))
+	for i, path := range order {
+		ops[i] = mountOp{path, kinds[path]}
+	}
+	return ops
+}
+
+// seccompFile returns a sealed memfd holding the filter, at offset 0,
+// close-on-exec (ExtraFiles hands it to bwrap, which reads and closes it).
+func seccompFile(prog []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("bgexec-seccomp", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, os.NewSyscallError("memfd_create", err)
+	}
+	f := os.NewFile(uintptr(fd), "bgexec-seccomp")
+	if _, err := f.Write(prog); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
+		_ = f.Close()
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	return f, nil
+}
+
+// sandboxCommand turns spec into the bwrap command that runs it, with the
+// filter on the next free descriptor after extra (the script, if any). It
+// returns the filter's file, which the caller closes after the start.
+func sandboxCommand(spec *spawnSpec, extra []*os.File) (path string, args []string, files []*os.File, err error) {
+	// bwrap would report a shell it cannot run as the command's exit
+	// code 1; the same check up front makes it the spawn error it is.
+	if err := unix.Access(spec.path, unix.X_OK); err != nil {
+		return "", nil, nil, &os.PathError{Op: "fork/exec", Path: spec.path, Err: err}
+	}
+	f, err := seccompFile(spec.sandbox.seccomp)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("sandbox seccomp filter: %w", err)
+	}
+	files = append(extra, f)
+	a := spec.sandbox.argv(spec.sandboxDir, 2+len(files), spec.pty, false)
+	a = append(a, spec.path)
+	a = append(a, spec.args[1:]...)
+	return spec.sandbox.bwrap, a, files, nil
+}
+
+// signalSandbox sends sig (not SIGKILL) to the sandbox's processes but
+// bwrap's own monitor, the session leader. bwrap does not pass signals on
+// and dies of a SIGTERM at once, and --die-with-parent would then SIGKILL
+// the command before it could use the grace period. The sandbox's init
+// (its pid 1) has no handlers, so it ignores what a process outside sends
+// it; it ends when the command does. c.mu is held.
+func (c *osChild) signalSandbox(sig syscall.Signal) error {
+	pids, err := c.cg.procs()
+	for _, pid := range pids {
+		if pid != c.leader {
+			_ = unix.Kill(pid, sig) // Best effort: it may have exited since.
+		}
+	}
+	c.sent = sig
+	return err
+}
+
+// sandboxStatus turns the status bwrap reports back into a signal death
+// when that is what it stands for: bwrap exits with 128+n when the command
+// died of signal n, and when n is the signal the session last sent, the
+// command died of it. A signal from inside the sandbox (a crash, a kill
+// by another process there) stays the exit code 128+n, since bwrap tells
+// nothing more.
+func (c *osChild) sandboxStatus(ws syscall.WaitStatus) syscall.WaitStatus {
+	if !c.sandboxed || c.sent == 0 || !ws.Exited() || ws.ExitStatus() != 128+int(c.sent) {
+		return ws
+	}
+	return syscall.WaitStatus(c.sent) // WIFSIGNALED, WTERMSIG = sent
+}
