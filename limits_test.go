@@ -261,6 +261,7 @@ func TestLimitsTexts(t *testing.T) {
 // stays in a session's cgroups afterwards. Not parallel: another test's
 // spawn would have a thread in its session's cgroups for a moment.
 func TestLimitsV1MembershipFromTheForkingThread(t *testing.T) {
+	skipInSandboxSuite(t, "it reads /proc/self/cgroup, which a cgroup namespace shows as \"/\"; TestLimitsMemoryHogIsKilled covers the limits inside")
 	reg := limitedRegistry(t, Config{Limits: Limits{MemoryBytes: 256 << 20, Tasks: 100, CPU: 2}})
 	if len(reg.limits.v1) == 0 {
 		t.Skip("no cgroup v1 hierarchy in use here")

@@ -50,7 +50,9 @@ type Sandbox struct {
 	// D-Bus) a read-only bind would still let a command connect to; an
 	// empty non-nil slice hides nothing. The working directory and the
 	// writable and read-only paths show through a hidden path that
-	// contains them. Paths that do not exist are skipped.
+	// contains them. Paths that do not exist are skipped. Programs
+	// installed under the hidden $HOME (pyenv, nvm, ~/.local/bin, ~/go/bin)
+	// are not found inside unless their directories are in ReadOnlyPaths.
 	HidePaths []string
 	// MinimalRoot binds only the system directories that exist of /usr,
 	// /bin, /sbin, /lib, /lib32, /lib64 and /etc (read-only), plus the

@@ -51,8 +51,32 @@ func sandboxed(cfg Config) Config {
 	}
 	// The network is on so the tests that listen on the host (process
 	// wait on a port) run; TestSandboxNetwork covers the default.
-	cfg.Sandbox = &Sandbox{WritablePaths: suitePaths(), Network: true}
+	cfg.Sandbox = &Sandbox{WritablePaths: suitePaths(), ReadOnlyPaths: toolPaths(), Network: true}
 	return cfg
+}
+
+// toolPaths are the installations below the hidden $HOME that PATH
+// points into (pyenv's python3 on this kind of machine): the parent of
+// each such PATH entry, so that shims find what they run.
+func toolPaths() []string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "/" {
+		return nil
+	}
+	var dirs []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if !filepath.IsAbs(d) || !within(d, home) || d == home {
+			continue
+		}
+		parent := filepath.Dir(d)
+		if parent == home {
+			parent = d
+		}
+		if _, err := os.Stat(parent); err == nil && !slices.Contains(dirs, parent) {
+			dirs = append(dirs, parent)
+		}
+	}
+	return dirs
 }
 
 func suitePaths() []string {
