@@ -117,10 +117,18 @@ type Config struct {
 	// overrides but kept when inherited.
 	ExtraOverrideOnlyEnvKeys []string
 	// Host is the configured exec host (tools.exec.host): "auto" (default),
-	// "gateway", "sandbox" or "node". This build runs commands on the gateway
-	// (this machine) only: "auto" resolves to "gateway", and "sandbox"/"node"
-	// are refused by NewRegistry until a runner for them exists.
+	// "gateway", "sandbox" or "node". "auto" resolves to "gateway" (this
+	// machine); "node" runs every exec over SSH on one of Nodes; "sandbox"
+	// is refused by NewRegistry until a runner for it exists.
 	Host string
+	// Nodes are the machines that run commands when Host is "node", by
+	// name (see [Node]). NewRegistry validates every entry, whatever the
+	// host, and fails when Host is "node" and there is none.
+	Nodes map[string]Node
+	// DefaultNode names the node of an exec call that gives none. Empty
+	// means the only node when exactly one is configured; with several, a
+	// call without node is a failure result listing them.
+	DefaultNode string
 	// Security is the configured exec security level: "full" (default),
 	// "allowlist" or "deny". A call may only make it stricter.
 	Security string
@@ -231,6 +239,8 @@ type settings struct {
 	elevation      ElevationPolicy
 	extraBlocked   []string
 	extraOverrides []string
+	nodes          map[string]*nodeConfig // validated Nodes; nil without any
+	defaultNode    string
 }
 
 func resolveConfig(c Config, getenv func(string) string) (settings, error) {
@@ -305,6 +315,12 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 	}
 	if s.host, err = resolveHost(c.Host); err != nil {
 		return s, err
+	}
+	if s.nodes, s.defaultNode, err = resolveNodes(&c, getenv); err != nil {
+		return s, err
+	}
+	if s.host == "node" && len(s.nodes) == 0 {
+		return s, fmt.Errorf("bgexec: Config.Host is \"node\" but Config.Nodes is empty: configure at least one node")
 	}
 	if s.security, err = parseSecurity(c.Security); err != nil {
 		return s, fmt.Errorf("bgexec: Config.Security: %w", err)

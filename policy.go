@@ -112,7 +112,9 @@ func resolveHost(h string) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(h)) {
 	case "", "auto", "gateway":
 		return "gateway", nil
-	case "sandbox", "node":
+	case "node":
+		return "node", nil
+	case "sandbox":
 		return "", fmt.Errorf("bgexec: Config.Host %q needs a runner this build does not provide; use auto or gateway", h)
 	default:
 		return "", fmt.Errorf("bgexec: Config.Host %q is not one of auto, sandbox, gateway, node", h)

@@ -31,6 +31,7 @@ type Registry struct {
 	spawner  spawner
 	watchdog *watchdog   // kills the sessions' groups if this process dies
 	cgroups  *cgroupRoot // nil without cgroup containment
+	nodes    *nodePool   // the SSH connections to Config.Nodes; nil without nodes
 
 	// goroutines counts every goroutine the registry started but the
 	// notification goroutine; Close waits for it.
@@ -108,6 +109,9 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		cgroups:   cg,
 	}
 	r.spawn = r.spawnContained
+	if len(st.nodes) > 0 {
+		r.nodes = newNodePool(st.nodes, st.defaultNode, os.Getenv, &r.goroutines)
+	}
 	r.goroutines.Add(2)
 	go func() {
 		defer r.goroutines.Done()
@@ -196,6 +200,9 @@ func (r *Registry) Close(ctx context.Context) error {
 		}
 		break
 	}
+	if r.nodes != nil {
+		r.nodes.close() // every remote session has ended: its connections go
+	}
 	// Only now stop the spawner: its thread's exit sends Pdeathsig
 	// (SIGKILL) to every child it forked, which would cut the grace period.
 	close(r.stop)
@@ -244,6 +251,9 @@ func (r *Registry) awaitNotifier(ctx context.Context) error {
 
 // spawnContained starts spec in a cgroup of its own when containment is on.
 func (r *Registry) spawnContained(spec *spawnSpec) (*spawned, error) {
+	if spec.node != nil {
+		return r.nodes.spawnNode(spec)
+	}
 	if r.cgroups != nil {
 		cg, err := r.cgroups.newSession()
 		if err != nil {

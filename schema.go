@@ -151,6 +151,10 @@ const execSchema = `{
       "enum": ["closed", "pipe"],
       "default": "closed",
       "description": "bgexec addition. closed: the command reads end-of-file at once. pipe: stdin stays open for process write (eof closes it). PTY sessions always take input."
+    },
+    "node": {
+      "type": "string",
+      "description": "Which node runs the command when host is node. Default: the configured default node."
     }
   },
   "required": ["command"],

@@ -13,6 +13,7 @@ const (
 	ExitReasonTimeout    ExitReason = "timeout"     // the exec timeout ended it
 	ExitReasonKilled     ExitReason = "killed"      // kill, remove or Close ended it
 	ExitReasonSpawnError ExitReason = "spawn-error" // it never started
+	ExitReasonLost       ExitReason = "lost"        // the connection to its node dropped
 )
 
 // Status is a session or result status. A command that exits with a
