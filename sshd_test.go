@@ -162,25 +162,6 @@ func (d *testSSHD) node() Node {
 	return Node{Addr: d.addr, User: d.user, KeyFile: d.clientKey, KnownHostsFile: d.knownHosts}
 }
 
-// sessionProcs lists the server's per-connection processes: every
-// descendant of the listener that is sshd itself (the user's commands,
-// started by them, are not).
-func (d *testSSHD) sessionProcs(t *testing.T) []int {
-	t.Helper()
-	all := readAllPS(t)
-	var out []int
-	for pid := range all {
-		if pid == d.pid || !d.descends(all, pid) {
-			continue
-		}
-		comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-		if err == nil && strings.HasPrefix(strings.TrimSpace(string(comm)), "sshd") {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 func (d *testSSHD) descends(all map[int]psEntry, pid int) bool {
 	for i := 0; i < 64 && pid > 1; i++ {
 		e, ok := all[pid]
