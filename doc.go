@@ -293,10 +293,10 @@
 // reused pid is never signalled. New sessions use the new connection.
 //
 // What differs from this machine: a remote shell's leftovers (`server &`)
-// end with the shell instead of being kept; a write to a remote stdin is
-// not bounded by the write timeout (the SSH window, 2 MiB at OpenSSH,
-// takes it, and a command that never reads blocks the write until it
-// ends); cursor-position queries on a remote terminal are not answered;
+// end with the shell instead of being kept; a write that runs into the
+// write bound may have delivered up to 32 KiB more than it reports (an SSH
+// write cannot be cancelled, so it stops between chunks); cursor-position
+// queries on a remote terminal are not answered;
 // Details.Pid is the pid on the node. docs/node.md has the details and a
 // design note for Kubernetes pods as nodes.
 //

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -213,7 +215,7 @@ func (p *nodePool) spawnNode(spec *spawnSpec) (sp *spawned, err error) {
 		return nil, fmt.Errorf("on node %s the command's shell is not a process group leader (pid %d, group %d); bgexec needs an SSH server that starts each command in a session of its own, as OpenSSH does", nc.name, pid, pgid)
 	}
 	rp.pid = pid
-	sp = &spawned{child: rp, stdin: chanStdin{ch}, cwd: f[3]}
+	sp = &spawned{child: rp, stdin: newChanStdin(ch, p.goroutines), cwd: f[3]}
 	switch f[2] {
 	case "1":
 		sp.warnings = append(sp.warnings, `Warning: the default workdir "`+nc.workdir+`" is unavailable on node `+nc.name+`; using "`+f[3]+`".`)
@@ -248,11 +250,83 @@ func (r chanReader) Read(p []byte) (int, error) { return r.r.Read(p) }
 func (r chanReader) Close() error               { return r.ch.Close() }
 
 // chanStdin is the command's input: Close sends EOF and keeps the
-// channel's output open.
-type chanStdin struct{ ch ssh.Channel }
+// channel's output open. An SSH channel write cannot be cancelled, so a
+// write with a deadline runs on a goroutine of its own in chunks of
+// stdinChunk bytes, and stops between chunks once the deadline passed:
+// what it reports may fall short of what arrives by at most the one
+// chunk in flight. The goroutine ends with that chunk, or when the
+// channel closes at the session's end.
+type chanStdin struct {
+	ch   ssh.Channel
+	wg   *sync.WaitGroup
+	busy chan struct{} // holds a token while a write is in flight
 
-func (w chanStdin) Write(p []byte) (int, error) { return w.ch.Write(p) }
-func (w chanStdin) Close() error                { return w.ch.CloseWrite() }
+	mu       sync.Mutex // guards deadline
+	deadline time.Time
+}
+
+// stdinChunk is how much a bounded write hands the channel at once.
+const stdinChunk = 32 << 10
+
+func newChanStdin(ch ssh.Channel, wg *sync.WaitGroup) *chanStdin {
+	return &chanStdin{ch: ch, wg: wg, busy: make(chan struct{}, 1)}
+}
+
+// SetWriteDeadline bounds the writes that follow; zero means none.
+func (w *chanStdin) SetWriteDeadline(t time.Time) error {
+	w.mu.Lock()
+	w.deadline = t
+	w.mu.Unlock()
+	return nil
+}
+
+func (w *chanStdin) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	dl := w.deadline
+	w.mu.Unlock()
+	var expired <-chan time.Time
+	if !dl.IsZero() {
+		t := time.NewTimer(time.Until(dl))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case w.busy <- struct{}{}: // an earlier write that timed out is done
+	case <-expired:
+		return 0, os.ErrDeadlineExceeded
+	}
+	if expired == nil {
+		defer func() { <-w.busy }()
+		return w.ch.Write(p)
+	}
+	var done atomic.Int64
+	var stop atomic.Bool
+	finished := make(chan error, 1)
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() { <-w.busy }()
+		for len(p) > 0 && !stop.Load() {
+			n, err := w.ch.Write(p[:min(len(p), stdinChunk)])
+			done.Add(int64(n))
+			if err != nil {
+				finished <- err
+				return
+			}
+			p = p[n:]
+		}
+		finished <- nil
+	}()
+	select {
+	case err := <-finished:
+		return int(done.Load()), err
+	case <-expired:
+		stop.Store(true)
+		return int(done.Load()), os.ErrDeadlineExceeded
+	}
+}
+
+func (w *chanStdin) Close() error { return w.ch.CloseWrite() }
 
 // remoteProcess is a session's shell on a node: a session.Process whose
 // signals, checks and kills are commands run over the same connection.

@@ -291,3 +291,20 @@ func TestNodeLimitsAndLongCommands(t *testing.T) {
 		}
 	})
 }
+
+func TestNodeWriteIsBounded(t *testing.T) {
+	t.Parallel()
+	d := startSSHD(t)
+	reg := nodeRegistry(t, d, Config{}, nil)
+	sc := reg.Scope("a")
+	id := startBackground(t, sc, &ExecRequest{Command: "echo ready; sleep 1000", Stdin: "pipe"})
+	waitFor(t, sc, id, "^ready$")
+	data := strings.Repeat("y", 16<<20) // far more than the SSH window and the pipe take
+	start := time.Now()
+	res := mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: data})
+	assert.True(t, res.IsError, res.Text())
+	assert.Contains(t, res.Text(), "the rest was not taken within 5s")
+	assert.Less(t, time.Since(start), WriteBound+10*time.Second)
+	res = mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	assert.Equal(t, ExitReasonKilled, res.Details.ExitReason, res.Text())
+}
