@@ -292,8 +292,12 @@
 // the group's leader, if it still lives, carries the session's tag, so a
 // reused pid is never signalled. New sessions use the new connection.
 //
-// What differs from this machine: a remote shell's leftovers (`server &`)
-// end with the shell instead of being kept; a write that runs into the
+// A remote shell's leftovers (`server &`) are kept as on this machine
+// when they hold the session's output: OpenSSH keeps the channel open for
+// them, bgexec lists the process group's members from the node's /proc,
+// and a command on a channel of its own waits there until they are gone.
+//
+// What differs from this machine: a write that runs into the
 // write bound may have delivered up to 32 KiB more than it reports (an SSH
 // write cannot be cancelled, so it stops between chunks); cursor-position
 // queries on a remote terminal are not answered;

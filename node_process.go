@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/session"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
 )
@@ -131,7 +133,7 @@ func (p *nodePool) spawnNode(spec *spawnSpec) (sp *spawned, err error) {
 		return nil, fmt.Errorf("open a session on node %s: %w", nc.name, err)
 	}
 	rp := &remoteProcess{
-		pool: p, conn: c, ch: ch, tag: tag, exited: make(chan struct{}),
+		pool: p, conn: c, ch: ch, tag: tag, exited: make(chan struct{}), closed: make(chan struct{}),
 	}
 	if unit != "-" {
 		rp.unit = unit
@@ -338,6 +340,7 @@ type remoteProcess struct {
 	tag    string
 	unit   string        // the transient systemd scope's name, "" without one
 	exited chan struct{} // closed by serveRequests: exit report, or channel end
+	closed chan struct{} // closed by serveRequests when the channel ended
 
 	mu       sync.Mutex // guards the fields below
 	gotExit  bool
@@ -384,6 +387,7 @@ func (p *remoteProcess) serveRequests(reqs <-chan *ssh.Request) {
 		}
 	}
 	exited()
+	close(p.closed)
 }
 
 // lostWait is how long a channel that ended without an exit report waits
@@ -521,4 +525,74 @@ func (p *remoteProcess) PortOpen(_ context.Context, port int) bool {
 		return false
 	}
 	return p.conn.portOpen(port)
+}
+
+// lingerWait is how long after the exit report the channel may take to
+// close before leftovers are looked for: OpenSSH closes it once nothing
+// holds the command's output, so a closed channel means there are none
+// worth keeping (as on this machine, a job that redirected all its
+// output away ends with the shell).
+const lingerWait = 300 * time.Millisecond
+
+// Lingering lists what the exited shell left running in its process
+// group on the node, when something still holds the session's output.
+func (p *remoteProcess) Lingering(bool) []session.Lingering {
+	p.mu.Lock()
+	skip := p.lost != nil || !p.gotExit
+	p.mu.Unlock()
+	if skip {
+		return nil
+	}
+	t := time.NewTimer(lingerWait)
+	defer t.Stop()
+	select {
+	case <-p.closed:
+		return nil
+	case <-t.C:
+	}
+	lines, code, err := p.conn.controlOutput(groupMembersScript(p.pid))
+	if err != nil || code != 0 {
+		return nil // cannot tell: the session ends, and Release reports it
+	}
+	var out []session.Lingering
+	for _, l := range lines {
+		pidText, cmd, _ := strings.Cut(l, " ")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil {
+			continue
+		}
+		cmd = strings.TrimSpace(cmd)
+		out = append(out, session.Lingering{Pid: pid, Command: func() string { return cmd }})
+	}
+	return out
+}
+
+// AwaitLingering blocks until nothing of the group is left on the node:
+// a command on a channel of its own waits there. A kill of the session
+// ends the group, and so the wait. A dropped connection ends the session
+// as lost.
+func (p *remoteProcess) AwaitLingering() {
+	s, err := p.conn.client.NewSession()
+	if err != nil {
+		return // the session ends now, and its group with it
+	}
+	defer s.Close()
+	g := strconv.Itoa(p.pid)
+	_ = s.Run("exec /bin/sh -c 'while kill -0 -- -" + g + " 2>/dev/null; do sleep 0.2; done'") // how it ended is looked at below
+	if p.conn.isDead() {
+		lost := &lostError{text: p.killAfterLoss()}
+		p.mu.Lock()
+		p.lost = lost
+		p.mu.Unlock()
+	}
+}
+
+// PeekStatus is the shell's exit as the node reported it.
+func (p *remoteProcess) PeekStatus() (syscall.WaitStatus, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.gotExit || p.signal != "" {
+		return 0, errors.New("the shell did not exit with a code")
+	}
+	return syscall.WaitStatus((p.code & 0xff) << 8), nil
 }

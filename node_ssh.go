@@ -173,7 +173,7 @@ type nodeConn struct {
 	mu      sync.Mutex // guards running
 	running int        // sessions on this connection
 
-	ctlMu sync.Mutex    // serialises control commands; guards ctl and ctlOut
+	ctlMu sync.Mutex    // serialises control commands; guards ctl and ctlIn
 	ctl   ssh.Channel   // the control shell, nil until first needed or after it broke
 	ctlIn *bufio.Reader // its stdout
 	wg    *sync.WaitGroup
@@ -184,16 +184,24 @@ type nodeConn struct {
 // lines are bgexec's own scripts (numbers and tags only, never a
 // command's text), and it saves a channel, with the user's login shell
 // and its rc files, per kill or check.
-const controlLoop = `exec /bin/sh -c 'while IFS= read -r l; do (eval "$l") </dev/null >/dev/null 2>&1; printf "\037%s\n" "$?"; done'`
+const controlLoop = `exec /bin/sh -c 'while IFS= read -r l; do o=$( (eval "$l") </dev/null 2>/dev/null); c=$?; ` +
+	`[ -z "$o" ] || printf "%s\n" "$o" | while IFS= read -r x; do printf "\036%s\n" "$x"; done; printf "\037%s\n" "$c"; done'`
 
 // control runs one script in the control shell and returns its exit code.
 func (c *nodeConn) control(script string) (int, error) {
+	_, code, err := c.controlOutput(script)
+	return code, err
+}
+
+// controlOutput runs one script in the control shell and returns its
+// output lines and exit code.
+func (c *nodeConn) controlOutput(script string) ([]string, int, error) {
 	c.ctlMu.Lock()
 	defer c.ctlMu.Unlock()
 	if c.ctl == nil {
 		ch, reqs, err := c.client.OpenChannel("session", nil)
 		if err != nil {
-			return -1, fmt.Errorf("open the control channel: %w", err)
+			return nil, -1, fmt.Errorf("open the control channel: %w", err)
 		}
 		c.wg.Add(1)
 		go func() {
@@ -202,16 +210,17 @@ func (c *nodeConn) control(script string) (int, error) {
 		}()
 		if ok, err := ch.SendRequest("exec", true, ssh.Marshal(&struct{ Command string }{controlLoop})); err != nil || !ok {
 			_ = ch.Close()
-			return -1, fmt.Errorf("start the control shell: %v", err)
+			return nil, -1, fmt.Errorf("start the control shell: %v", err)
 		}
 		c.ctl, c.ctlIn = ch, bufio.NewReader(ch)
 	}
 	ch := c.ctl
-	broken := func(err error) (int, error) {
+	broken := func(err error) ([]string, int, error) {
 		_ = ch.Close()
 		c.ctl, c.ctlIn = nil, nil
-		return -1, err
+		return nil, -1, err
 	}
+	var out []string
 	t := time.AfterFunc(max(controlTimeout, c.node.dialTimeout), func() { _ = ch.Close() })
 	defer t.Stop()
 	if _, err := io.WriteString(ch, script+"\n"); err != nil {
@@ -227,7 +236,10 @@ func (c *nodeConn) control(script string) (int, error) {
 			if err != nil {
 				return broken(fmt.Errorf("the control shell answered %q", line))
 			}
-			return n, nil
+			return out, n, nil
+		}
+		if o, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "\x1e"); ok {
+			out = append(out, o)
 		}
 		// Anything else is a login script's noise before the loop began.
 	}
@@ -413,4 +425,12 @@ func (c *nodeConn) portOpen(port int) bool {
 		}
 	}
 	return false
+}
+
+// groupMembersScript lists the live processes of group pg but pg itself,
+// one "pid command-line" line each (the command cut to 60 bytes).
+func groupMembersScript(pg int) string {
+	g := strconv.Itoa(pg)
+	return "for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = " + g + " ] && continue; s=$(cat \"$d/stat\" 2>/dev/null) || continue;" +
+		" s=${s##*)}; set -- $s; [ \"$3\" = " + g + " ] && [ \"$1\" != Z ] && printf \"%s %s\\n\" \"$p\" \"$(tr \"\\000\" \" \" <\"$d/cmdline\" 2>/dev/null | cut -c1-60)\"; done; exit 0"
 }

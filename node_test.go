@@ -308,3 +308,29 @@ func TestNodeWriteIsBounded(t *testing.T) {
 	res = mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	assert.Equal(t, ExitReasonKilled, res.Details.ExitReason, res.Text())
 }
+
+func TestNodeLeftoversAreKept(t *testing.T) {
+	t.Parallel()
+	d := startSSHD(t)
+	reg := nodeRegistry(t, d, Config{}, nil)
+	sc := reg.Scope("a")
+	tag := newTag(t)
+	res := mustExec(t, sc, &ExecRequest{Command: "sleep 1000 & echo started; exit 4", Env: map[string]string{tagEnv: tag}})
+	require.Equal(t, StatusRunning, res.Details.Status, res.Text())
+	assert.Contains(t, res.Text(), "The shell exited with code 4; 1 process it started is still running (pid ")
+	assert.Contains(t, res.Text(), "sleep 1000")
+	id := res.Details.SessionID
+	require.Len(t, taggedProcesses(t, tag), 1)
+	res = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
+	assert.Equal(t, StatusRunning, res.Details.Status, res.Text())
+	res = mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	assert.Equal(t, ExitReasonKilled, res.Details.ExitReason, res.Text())
+	noTagged(t, tag)
+
+	t.Run("a job with its output redirected away ends with the shell", func(t *testing.T) {
+		tag := newTag(t)
+		res := mustExec(t, sc, &ExecRequest{Command: "sleep 1000 >/dev/null 2>&1 & echo started", Env: map[string]string{tagEnv: tag}})
+		assert.Equal(t, StatusCompleted, res.Details.Status, res.Text())
+		noTagged(t, tag)
+	})
+}
