@@ -40,7 +40,7 @@ type testSSHD struct {
 
 // needTool returns the path of a system tool; without it the test fails
 // under CI=true and is skipped elsewhere.
-func needTool(t *testing.T, name string, alt ...string) string {
+func needTool(t testing.TB, name string, alt ...string) string {
 	t.Helper()
 	if p, err := exec.LookPath(name); err == nil {
 		return p
@@ -57,14 +57,14 @@ func needTool(t *testing.T, name string, alt ...string) string {
 	return ""
 }
 
-func keygen(t *testing.T, path string) {
+func keygen(t testing.TB, path string) {
 	t.Helper()
 	out, err := exec.Command(needTool(t, "ssh-keygen"), "-q", "-t", "ed25519", "-N", "", "-C", "bgexec-test", "-f", path).CombinedOutput()
 	require.NoError(t, err, string(out))
 }
 
 // startSSHD starts sshd on a free loopback port for this test.
-func startSSHD(t *testing.T) *testSSHD {
+func startSSHD(t testing.TB) *testSSHD {
 	t.Helper()
 	sshd := needTool(t, "sshd", "/usr/sbin/sshd")
 	if os.Geteuid() != 0 {
