@@ -3,10 +3,14 @@
 package bgexec
 
 import (
+	"errors"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -333,4 +337,63 @@ func TestNodeLeftoversAreKept(t *testing.T) {
 		assert.Equal(t, StatusCompleted, res.Details.Status, res.Text())
 		noTagged(t, tag)
 	})
+}
+
+func TestNodeSelection(t *testing.T) {
+	t.Parallel()
+	d := startSSHD(t)
+	reg := newTestRegistry(t, Config{Host: "node", Nodes: map[string]Node{"n1": d.node(), "n2": d.node()}})
+	sc := reg.Scope("a")
+	res := mustExec(t, sc, &ExecRequest{Command: "echo no"})
+	assert.True(t, res.IsError)
+	assert.Equal(t, "No node given and no default node is configured: pass node as one of n1, n2.", res.Text())
+	res = mustExec(t, sc, &ExecRequest{Command: "echo yes", Node: "n2"})
+	assert.Equal(t, "yes", res.Text())
+
+	_, err := NewRegistry(Config{Host: "node", Nodes: map[string]Node{"n1": d.node()}, DefaultNode: "n3"})
+	assert.ErrorContains(t, err, `Config.DefaultNode "n3" is not one of the configured nodes (n1)`)
+
+	t.Run("a host key missing from the file is refused", func(t *testing.T) {
+		empty := t.TempDir() + "/known_hosts"
+		require.NoError(t, os.WriteFile(empty, nil, 0o600))
+		reg := nodeRegistry(t, d, Config{}, func(n *Node) { n.KnownHostsFile = empty })
+		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo no"})
+		assert.True(t, res.IsError)
+		assert.Contains(t, res.Text(), "unknown host key for "+d.addr)
+	})
+}
+
+// The kill after a lost connection must never reach a process that only
+// got the lost session's pid: the attacker here is an unrelated process
+// group leader with that pid and no tag.
+func TestNodeKillAfterLossSparesOtherProcesses(t *testing.T) {
+	t.Parallel()
+	other := exec.Command("sleep", "1000")
+	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, other.Start())
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	code := func(script string) int {
+		err := exec.Command("/bin/sh", "-c", script).Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		require.NoError(t, err)
+		return 0
+	}
+	assert.Equal(t, 2, code(killLostScript(other.Process.Pid, "0123456789abcdef", "")))
+	assert.NoError(t, other.Process.Signal(syscall.Signal(0)), "the unrelated process must still run")
+
+	tagged := exec.Command("sleep", "1000")
+	tagged.Env = append(os.Environ(), nodeTagKey+"=0123456789abcdef")
+	tagged.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, tagged.Start())
+	done := make(chan struct{})
+	go func() { _ = tagged.Wait(); close(done) }()
+	assert.Equal(t, 0, code(killLostScript(tagged.Process.Pid, "0123456789abcdef", "")))
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the tagged group was not killed")
+	}
 }
