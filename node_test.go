@@ -166,7 +166,7 @@ func TestNodeConnectionLost(t *testing.T) {
 			id2 := startBackground(t, sc, &ExecRequest{Command: "echo ready; sleep 1000", Env: map[string]string{tagEnv: tag}})
 			waitFor(t, sc, id, "^ready$")
 			waitFor(t, sc, id2, "^ready$")
-			require.Len(t, taggedProcesses(t, tag), 2)
+			require.GreaterOrEqual(t, len(taggedProcesses(t, tag)), 2, "both shells run")
 			if how == "the connection hangs" {
 				d.signalSessions(unix.SIGSTOP)
 			} else {
