@@ -137,9 +137,11 @@ func TestNodePTY(t *testing.T) {
 	reg := nodeRegistry(t, d, Config{}, nil)
 	sc := reg.Scope("agent:main:main")
 	id := startBackground(t, sc, &ExecRequest{PTY: true, Command: `tty; stty size; read a; stty size; read b; echo "got:$b"`})
-	waitFor(t, sc, id, "^/dev/pts/")
+	// A wait takes the output it read, so one wait covers both lines.
 	waitFor(t, sc, id, "^30 120$")
-	res := mustProcess(t, sc, &ProcessRequest{Action: "resize", SessionID: id, Cols: 100, Rows: 40})
+	res := mustProcess(t, sc, &ProcessRequest{Action: "log", SessionID: id})
+	assert.Regexp(t, `(?m)^/dev/pts/\d+$`, res.Text())
+	res = mustProcess(t, sc, &ProcessRequest{Action: "resize", SessionID: id, Cols: 100, Rows: 40})
 	require.False(t, res.IsError, res.Text())
 	mustProcess(t, sc, &ProcessRequest{Action: "send-keys", SessionID: id, Keys: []string{"x", "Enter"}})
 	waitFor(t, sc, id, "^40 100$")
