@@ -221,7 +221,11 @@ func (c *nodeConn) controlOutput(script string) ([]string, int, error) {
 		return nil, -1, err
 	}
 	var out []string
-	t := time.AfterFunc(max(controlTimeout, c.node.dialTimeout), func() { _ = ch.Close() })
+	// A control command that gets no answer means the link hangs, as an
+	// unanswered keepalive does: closing a channel alone would not end a
+	// read on a hung connection, so the connection goes, and its sessions
+	// end as lost.
+	t := time.AfterFunc(max(controlTimeout, c.node.dialTimeout), c.close)
 	defer t.Stop()
 	if _, err := io.WriteString(ch, script+"\n"); err != nil {
 		return broken(err)

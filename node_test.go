@@ -3,6 +3,7 @@
 package bgexec
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -398,4 +399,22 @@ func TestNodeKillAfterLossSparesOtherProcesses(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the tagged group was not killed")
 	}
+}
+
+func TestNodeCloseHonoursItsContextOnAHungNode(t *testing.T) {
+	t.Parallel()
+	d := startSSHD(t)
+	reg, err := NewRegistry(Config{Host: "node", Nodes: map[string]Node{"n1": d.node()}})
+	require.NoError(t, err)
+	sc := reg.Scope("a")
+	id := startBackground(t, sc, &ExecRequest{Command: "echo ready; sleep 1000"})
+	waitFor(t, sc, id, "^ready$")
+	d.signalSessions(unix.SIGSTOP) // keepalives (15 s × 3) would take 45 s to notice
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	assert.ErrorIs(t, reg.Close(ctx), context.DeadlineExceeded)
+	// Bounded by the control timeout (10 s): the kill sent on the hung link
+	// gets no answer, and the connection is dropped.
+	assert.Less(t, time.Since(start), 20*time.Second)
 }

@@ -192,6 +192,10 @@ func (r *Registry) Close(ctx context.Context) error {
 		}
 		// Out of time: SIGKILL everything still running once, then wait.
 		err = ctx.Err()
+		if r.nodes != nil {
+			// A hung node must not hold Close: its sessions end as lost.
+			r.nodes.close()
+		}
 		for _, s := range running[i:] {
 			s.ForceKill(session.ReasonKilled)
 		}
