@@ -283,8 +283,9 @@
 // ones the node reports. The local environment is not sent; the node's
 // login environment is the base.
 //
-// When the connection drops (the TCP connection fails, or a keepalive
-// goes unanswered for KeepaliveCountMax intervals), every running session
+// When the connection drops (the TCP connection fails, a keepalive goes
+// unanswered for KeepaliveCountMax intervals, or a kill or check gets no
+// answer within 10 s, which also bounds Close on a hung node), every running session
 // on it ends "failed" with exitReason "lost", after one attempt to kill
 // its process group over a new connection; its poll, wait and exit-event
 // texts say "Connection to node <name> lost; the remote process may still
