@@ -120,8 +120,17 @@ type Config struct {
 	// Host is the configured exec host (tools.exec.host): "auto" (default),
 	// "gateway", "sandbox" or "node". "auto" resolves to "sandbox" when
 	// Sandbox is set, else to "gateway" (this machine). "sandbox" needs
-	// Sandbox; "gateway" with Sandbox set is refused as contradictory.
+	// Sandbox; "gateway" or "node" with Sandbox set is refused as
+	// contradictory; "node" runs every exec over SSH on one of Nodes.
 	Host string
+	// Nodes are the machines that run commands when Host is "node", by
+	// name (see [Node]). NewRegistry validates every entry, whatever the
+	// host, and fails when Host is "node" and there is none.
+	Nodes map[string]Node
+	// DefaultNode names the node of an exec call that gives none. Empty
+	// means the only node when exactly one is configured; with several, a
+	// call without node is a failure result listing them.
+	DefaultNode string
 	// Security is the configured exec security level: "full" (default),
 	// "allowlist" or "deny". A call may only make it stricter.
 	Security string
@@ -282,9 +291,11 @@ type settings struct {
 	extraBlocked   []string
 	extraOverrides []string
 	limitSettings
-	notices     bool          // ExitNoticesInResults
-	maxCallWait time.Duration // 0 = no cap
-	sandbox     *sandboxPlan  // nil: commands run on the gateway
+	notices     bool                   // ExitNoticesInResults
+	maxCallWait time.Duration          // 0 = no cap
+	sandbox     *sandboxPlan           // nil: commands run on the gateway
+	nodes       map[string]*nodeConfig // validated Nodes; nil without any
+	defaultNode string
 }
 
 func resolveConfig(c Config, getenv func(string) string) (settings, error) {
@@ -363,6 +374,12 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 	}
 	if s.host, err = resolveHost(c.Host, c.Sandbox != nil); err != nil {
 		return s, err
+	}
+	if s.nodes, s.defaultNode, err = resolveNodes(&c, getenv); err != nil {
+		return s, err
+	}
+	if s.host == "node" && len(s.nodes) == 0 {
+		return s, fmt.Errorf("bgexec: Config.Host is \"node\" but Config.Nodes is empty: configure at least one node")
 	}
 	if s.security, err = parseSecurity(c.Security); err != nil {
 		return s, fmt.Errorf("bgexec: Config.Security: %w", err)

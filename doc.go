@@ -435,6 +435,61 @@
 //     exec tool description of [Registry.ToolDefinitions] says where
 //     commands run, with or without network, and what is writable.
 //
+// # Nodes over SSH
+//
+// With Config.Host "node", every exec runs on one of [Config.Nodes] (the
+// call's node, else [Config.DefaultNode]) over SSH (golang.org/x/crypto/ssh,
+// the one dependency this adds; SSH is what such hosts already run, so
+// nothing is installed on them). There is one connection per node,
+// dialed by the first session that needs it; sessions, kills and port
+// probes are channels on it, and a keepalive request every
+// [Node.KeepaliveInterval] (15 s) watches it. Host keys are always checked
+// against [Node.KnownHostsFile]; a mismatch, an unknown key, a refused key
+// and an unreachable node are failure results that say which
+// ("host key mismatch for <addr>", "authentication failed for
+// <user>@<addr>"), and nothing is retried behind the call: the next exec
+// dials again.
+//
+// Each session runs in a small sh wrapper, passed in the exec request
+// (commands over 32 KiB encoded are uploaded first to a private mktemp
+// file, opened on descriptor 3 and removed, as on this machine). It
+// decodes its arguments, changes to the workdir (falling back to the
+// node's default, with the usual warning), exports the per-call
+// environment, the markers and BGEXEC_SESSION=<random tag>, reports its
+// pid and process group on the first line of stderr (taken out of the
+// output), and execs the shell, so the shell keeps the pid the SSH server
+// made a session leader. Kill, timeout and Close signal that process group
+// with kill(1) through a control shell kept open on the connection (one
+// channel, not one login per signal); the session's end checks that
+// nothing of the group is left, and kill says so if something is. When
+// `systemd-run --user --scope` works on the node (probed once per
+// connection), the shell runs in a transient scope that is signalled too,
+// so setsid escapers end as well. Exit codes and signal names are the
+// ones the node reports. The local environment is not sent; the node's
+// login environment is the base.
+//
+// When the connection drops (the TCP connection fails, a keepalive goes
+// unanswered for KeepaliveCountMax intervals, or a kill or check gets no
+// answer within 10 s, which also bounds Close on a hung node), every running session
+// on it ends "failed" with exitReason "lost", after one attempt to kill
+// its process group over a new connection; its poll, wait and exit-event
+// texts say "Connection to node <name> lost; the remote process may still
+// be running." and whether that kill worked. The kill checks first that
+// the group's leader, if it still lives, carries the session's tag, so a
+// reused pid is never signalled. New sessions use the new connection.
+//
+// A remote shell's leftovers (`server &`) are kept as on this machine
+// when they hold the session's output: OpenSSH keeps the channel open for
+// them, bgexec lists the process group's members from the node's /proc,
+// and a command on a channel of its own waits there until they are gone.
+//
+// What differs from this machine: a write that runs into the
+// write bound may have delivered up to 32 KiB more than it reports (an SSH
+// write cannot be cancelled, so it stops between chunks); cursor-position
+// queries on a remote terminal are not answered;
+// Details.Pid is the pid on the node. docs/node.md has the details and a
+// design note for Kubernetes pods as nodes.
+//
 // # Errors
 //
 // A tool-level failure (blank command, refused env key, unknown session,

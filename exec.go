@@ -59,6 +59,10 @@ type ExecRequest struct {
 	// (kept open for process write/eof). An addition to the reference schema.
 	// PTY sessions always have a writable terminal.
 	Stdin string `json:"stdin,omitzero"`
+	// Node names the node to run on when the configured host is "node".
+	// Empty means Config.DefaultNode. An unknown name is a failure result
+	// listing the configured ones; a node under another host is refused.
+	Node string `json:"node,omitzero"`
 }
 
 // Exec runs req.Command (the exec tool). It returns when the command exits
@@ -108,7 +112,21 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	if capWarning != "" {
 		warnings = append(warnings, capWarning)
 	}
-	cwd, warn := resolveWorkdir(req.Workdir, st.workdir)
+	var node *nodeConfig
+	var cwd, warn string
+	if st.host == "node" {
+		// The workdir is the node's: it is checked there, at the start.
+		var msg string
+		if node, msg = sc.reg.nodes.pickNode(req.Node); msg != "" {
+			return execFailure(msg), nil
+		}
+		cwd = strings.TrimSpace(req.Workdir)
+	} else {
+		if n := strings.TrimSpace(req.Node); n != "" {
+			return execFailure(fmt.Sprintf("Node %q given, but commands run on the %s here; node needs host=node (tools.exec.host).", n, st.host)), nil
+		}
+		cwd, warn = resolveWorkdir(req.Workdir, st.workdir)
+	}
 	if warn != "" {
 		warnings = append(warnings, warn)
 	}
@@ -154,9 +172,14 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	if req.PTY && os.Getenv("TERM") == "" && req.Env["TERM"] == "" {
 		extra = append([]string{"TERM=" + DefaultTERM}, extra...)
 	}
-	spec.env = sc.reg.env.Merge(os.Environ(), req.Env, extra...)
+	if node != nil {
+		spec.node, spec.command, spec.nodeDir = node, req.Command, cwd
+		spec.nodeEnv = nodeEnv(req.Env, extra)
+	} else {
+		spec.env = sc.reg.env.Merge(os.Environ(), req.Env, extra...)
+	}
 	hint := ""
-	if p := st.sandbox; p != nil && !req.Elevated {
+	if p := st.sandbox; p != nil && !req.Elevated && node == nil {
 		// Elevation, when allowed, runs on this machine; nothing else does.
 		if msg := p.prepare(spec, cwd); msg != "" {
 			return execFailure(msg), nil
@@ -173,7 +196,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	}
 	start := time.Now()
 	sp, err := sc.reg.spawn(spec)
-	if err != nil && req.PTY {
+	if err != nil && req.PTY && node == nil {
 		warnings = append(warnings, fmt.Sprintf("Warning: PTY spawn failed (%v); retrying without PTY for `%s`.", err, middleTruncate(req.Command, 200)))
 		spec.pty, spec.stdinPipe = false, true
 		sp, err = sc.reg.spawn(spec)
@@ -183,6 +206,10 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		sc.reg.spawnDone()
 		return spawnFailure(warnings, err, cwd, start), nil
 	}
+	if sp.cwd != "" {
+		cwd = sp.cwd
+	}
+	warnings = append(warnings, sp.warnings...)
 	background := req.Background && !synchronous
 	s := sc.reg.add(session.Options{
 		Scope:              sc.key,
@@ -374,6 +401,8 @@ func finishedResult(s *session.Session, warnings []string) *Result {
 // failureReason explains a failed end.
 func failureReason(e *session.Exit, timeout time.Duration) string {
 	switch {
+	case e.Reason == session.ReasonLost:
+		return e.Note
 	case e.Reason == session.ReasonTimeout:
 		return fmt.Sprintf("Command timed out after %s seconds. If this command is expected to take longer, re-run with a higher timeout (e.g., exec timeout=300).", formatSeconds(timeout))
 	case e.Signal != "":

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -305,4 +306,24 @@ func codeString(c *int) string {
 		return ""
 	}
 	return strconv.Itoa(*c)
+}
+
+// needTool returns the path of a system tool (on PATH, else the first of
+// alt that exists); without it the test fails under CI=true and is
+// skipped elsewhere.
+func needTool(t testing.TB, name string, alt ...string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, a := range alt {
+		if _, err := os.Stat(a); err == nil {
+			return a
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is required under CI (.ci/run installs it)", name)
+	}
+	t.Skipf("%s not installed", name)
+	return ""
 }

@@ -18,20 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// needTool returns the path of a system tool; a missing one fails the
-// test under CI=true and skips it elsewhere.
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is needed (install it in .ci/run): %v", name, err)
-		}
-		t.Skipf("%s not installed", name)
-	}
-	return p
-}
-
 // limitedRegistry returns a registry with lim in force, or skips (fails
 // under CI=true) where this host cannot apply it.
 func limitedRegistry(t *testing.T, cfg Config) *Registry {

@@ -61,6 +61,9 @@ func exitEventText(id string, e *session.Exit, output string) string {
 		how = string(e.Reason)
 	}
 	text := fmt.Sprintf("Exec %s (%s, %s)", label, id, how)
+	if e.Reason == session.ReasonLost {
+		text += ": " + e.Note
+	}
 	if snip := exitSnippet(output); snip != "" {
 		text += " :: " + snip
 	}

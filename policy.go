@@ -126,7 +126,10 @@ func resolveHost(h string, sandboxed bool) (string, error) {
 		}
 		return "sandbox", nil
 	case "node":
-		return "", fmt.Errorf("bgexec: Config.Host %q needs a runner this build does not provide; use auto or gateway", h)
+		if sandboxed {
+			return "", fmt.Errorf("bgexec: Config.Host %q contradicts Config.Sandbox: use auto or sandbox, or leave Sandbox nil", h)
+		}
+		return "node", nil
 	default:
 		return "", fmt.Errorf("bgexec: Config.Host %q is not one of auto, sandbox, gateway, node", h)
 	}

@@ -210,6 +210,8 @@ func exitLine(sn *session.Snapshot) string {
 	switch {
 	case !sn.Ended:
 		return "Process still running."
+	case sn.Exit.Reason == session.ReasonLost:
+		return sn.Exit.Note
 	case sn.Exit.Reason == session.ReasonTimeout:
 		return "Process exited with timeout."
 	case sn.Exit.Reason == session.ReasonOOM:

@@ -35,6 +35,7 @@ type Registry struct {
 	// limits applies the per-session limits (nil: none can be).
 	quota  quotas
 	limits *limitRoot
+	nodes  *nodePool // the SSH connections to Config.Nodes; nil without nodes
 
 	// goroutines counts every goroutine the registry started but the
 	// notification goroutine; Close waits for it.
@@ -134,6 +135,9 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	}
 	r.spawn = r.spawnContained
 	lim.kick = func() { kick(r.sweepKick) }
+	if len(st.nodes) > 0 {
+		r.nodes = newNodePool(st.nodes, st.defaultNode, os.Getenv, &r.goroutines)
+	}
 	r.goroutines.Add(2)
 	go func() {
 		defer r.goroutines.Done()
@@ -214,6 +218,10 @@ func (r *Registry) Close(ctx context.Context) error {
 		}
 		// Out of time: SIGKILL everything still running once, then wait.
 		err = ctx.Err()
+		if r.nodes != nil {
+			// A hung node must not hold Close: its sessions end as lost.
+			r.nodes.close()
+		}
 		for _, s := range running[i:] {
 			s.ForceKill(session.ReasonKilled)
 		}
@@ -221,6 +229,9 @@ func (r *Registry) Close(ctx context.Context) error {
 			<-s.Done()
 		}
 		break
+	}
+	if r.nodes != nil {
+		r.nodes.close() // every remote session has ended: its connections go
 	}
 	// Only now stop the spawner: its thread's exit sends Pdeathsig
 	// (SIGKILL) to every child it forked, which would cut the grace period.
@@ -272,6 +283,9 @@ func (r *Registry) awaitNotifier(ctx context.Context) error {
 
 // spawnContained starts spec in a cgroup of its own when containment is on.
 func (r *Registry) spawnContained(spec *spawnSpec) (*spawned, error) {
+	if spec.node != nil {
+		return r.nodes.spawnNode(spec)
+	}
 	if r.cgroups != nil {
 		cg, err := r.cgroups.newSession()
 		if err != nil {

@@ -82,7 +82,7 @@ Actions (all but list need sessionId):
 - clear: forget a finished session.
 - remove: kill a running session and forget it at once, or forget a finished one.
 - resize: set a terminal session's size (cols, rows).
-- wait: block until an output line matches pattern (RE2), a TCP port on localhost accepts connections (port), or, with neither, the session exits. timeout in ms, default 30000, at most 600000.
+- wait: block until an output line matches pattern (RE2), a TCP port on localhost (the node's, for host=node) accepts connections (port), or, with neither, the session exits. timeout in ms, default 30000, at most 600000.
 
 Polling is for checking on demand, not for scheduling: after starting work, rely on the completion message or one wait call instead of repeated polls.`
 
@@ -151,6 +151,10 @@ const execSchema = `{
       "enum": ["closed", "pipe"],
       "default": "closed",
       "description": "bgexec addition. closed: the command reads end-of-file at once. pipe: stdin stays open for process write (eof closes it). PTY sessions always take input."
+    },
+    "node": {
+      "type": "string",
+      "description": "Which node runs the command when host is node. Default: the configured default node."
     }
   },
   "required": ["command"],

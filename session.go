@@ -14,6 +14,7 @@ const (
 	ExitReasonKilled     ExitReason = "killed"      // kill, remove or Close ended it
 	ExitReasonSpawnError ExitReason = "spawn-error" // it never started
 	ExitReasonOOM        ExitReason = "oom"         // the memory limit (Limits.MemoryBytes) killed it
+	ExitReasonLost       ExitReason = "lost"        // the connection to its node dropped
 )
 
 // Status is a session or result status. A command that exits with a

@@ -52,6 +52,11 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	if req.Port != 0 {
 		port := req.Port
 		spec.Probe = func(ctx context.Context) bool { return portOpen(ctx, port) }
+		if rp, ok := s.Process().(interface {
+			PortOpen(context.Context, int) bool
+		}); ok {
+			spec.Probe = func(ctx context.Context) bool { return rp.PortOpen(ctx, port) } // on the node
+		}
 		spec.ProbeEvery = portProbeInterval
 	}
 	w := s.Wait(ctx, spec)

@@ -171,7 +171,7 @@ const statusFieldsSchema = `
     "cwd": {"type": "string", "description": "Working directory the command runs in."},
     "exitCode": {"type": ["integer", "null"], "description": "Exit code; null when an ended exec has none (killed by a signal, not started)."},
     "exitSignal": {"type": "string", "description": "Signal that ended the process, e.g. SIGKILL."},
-    "exitReason": {"type": "string", "enum": ["exit", "signal", "timeout", "killed", "spawn-error", "oom"], "description": "How the session ended (oom: the memory limit killed it)."},
+    "exitReason": {"type": "string", "enum": ["exit", "signal", "timeout", "killed", "spawn-error", "oom", "lost"], "description": "How the session ended (oom: the memory limit killed it; lost: the connection to its node dropped)."},
     "durationMs": {"type": "integer", "description": "Run time in milliseconds."},
     "timedOut": {"type": "boolean", "description": "Whether the exec timeout ended the run."}`
 

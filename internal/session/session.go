@@ -13,6 +13,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -57,7 +58,14 @@ const (
 	// ReasonOOM: the session's memory limit was hit and the kernel killed
 	// a process of it (see [LimitReporter]).
 	ReasonOOM Reason = "oom"
+	// ReasonLost: the connection to the machine running the process
+	// dropped, so its end is unknown. Exit.Note says what is known.
+	ReasonLost Reason = "lost"
 )
+
+// ErrLost marks an error from Process.Reap saying the process was lost
+// (its host's connection dropped); the error's text becomes Exit.Note.
+var ErrLost = errors.New("connection to the process lost")
 
 // Status is running, completed or failed.
 type Status string
@@ -81,6 +89,8 @@ type Exit struct {
 	// MemoryLimit is the memory limit in bytes the session hit, for
 	// ReasonOOM; 0 otherwise.
 	MemoryLimit int64
+	// Note explains a lost session in words (Reason lost); "" otherwise.
+	Note string
 }
 
 // Status of an ended session: an exit with any code but 126 and 127 is
@@ -450,6 +460,10 @@ func (s *Session) drain(readers *readerCount) {
 func (s *Session) classifyLocked(ws syscall.WaitStatus, err error) Exit {
 	e := Exit{At: time.Now(), Reason: ReasonExit}
 	switch {
+	case errors.Is(err, ErrLost):
+		// Not even a kill asked for meanwhile is known to have worked.
+		e.Reason, e.Note = ReasonLost, err.Error()
+		return e
 	case err != nil:
 		e.Reason = ReasonSignal
 	case ws.Signaled():
@@ -771,7 +785,7 @@ func (s *Session) Write(p []byte, bound time.Duration) (int, error) {
 	if s.stdin == nil || s.stdinEOF {
 		return 0, ErrStdinClosed
 	}
-	if f, ok := s.stdin.(*os.File); ok && bound > 0 {
+	if f, ok := s.stdin.(interface{ SetWriteDeadline(time.Time) error }); ok && bound > 0 {
 		_ = f.SetWriteDeadline(time.Now().Add(bound)) // pipes and PTYs support deadlines
 		defer func() { _ = f.SetWriteDeadline(time.Time{}) }()
 	}
