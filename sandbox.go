@@ -156,8 +156,30 @@ func (p *sandboxPlan) readOnlyHint(cwd string) string {
 // writable there), so a model does not retry blindly. Safe for concurrent
 // use.
 func (r *Registry) ToolDefinitions() []ToolDefinition {
+	return describeTools(r.cfg.sandbox)
+}
+
+// ToolDefinitionsFor returns the tool definitions a registry made from cfg
+// would return from [Registry.ToolDefinitions], without making one (for a
+// server that lists its tools before its first registry starts). It
+// checks cfg.Sandbox's paths as NewRegistry does, but does not run
+// bubblewrap; an error says which path is wrong.
+func ToolDefinitionsFor(cfg Config) ([]ToolDefinition, error) {
+	if cfg.Sandbox == nil {
+		return ToolDefinitions(), nil
+	}
+	p, err := resolveSandbox(cfg.Sandbox, userHome())
+	if err != nil {
+		return nil, err
+	}
+	return describeTools(p), nil
+}
+
+// describeTools returns the tool definitions for commands run in p (nil:
+// on this machine).
+func describeTools(p *sandboxPlan) []ToolDefinition {
 	defs := ToolDefinitions()
-	if p := r.cfg.sandbox; p != nil {
+	if p != nil {
 		net := "no network access (only its own loopback)"
 		if p.network {
 			net = "the host's network"

@@ -145,7 +145,13 @@ func (c *conn) newServer() *mcp.Server {
 		SupportedProtocolVersions: revisions,
 		RootsListChangedHandler:   func(context.Context, *mcp.RootsListChangedRequest) { c.roots.invalidate() },
 	})
-	for _, def := range c.reg.ToolDefinitions() {
+	// The definitions depend on the configuration only: over HTTP the
+	// server is made before its session's registry starts.
+	defs, err := bgexec.ToolDefinitionsFor(c.opts.cfg)
+	if err != nil {
+		defs = bgexec.ToolDefinitions() // NewRegistry refuses this configuration anyway
+	}
+	for _, def := range defs {
 		meta := toolMeta(def.Name)
 		srv.AddTool(&mcp.Tool{
 			Name:         def.Name,
