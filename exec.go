@@ -164,6 +164,8 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (*Result, error) {
 		Cwd:                cwd,
 		PTY:                spec.pty,
 		TTYName:            sp.ttyName,
+		Cols:               int(spec.cols),
+		Rows:               int(spec.rows),
 		StartedAt:          start,
 		Timeout:            timeout,
 		KillGrace:          st.killGrace,

@@ -17,7 +17,7 @@ import (
 // names mirror the tool schema.
 type ProcessRequest struct {
 	// Action is one of list, poll, log, write, send-keys, submit, paste,
-	// kill, clear, remove, and the additions resize and wait. Required and
+	// kill, clear, remove, and the additions resize, wait and screen. Required and
 	// case-sensitive: "POLL" is an unknown action. An unknown action fails
 	// with "Unknown action <action>. Expected one of: …", after the check
 	// for a missing SessionID.
@@ -58,6 +58,13 @@ type ProcessRequest struct {
 	Pattern string `json:"pattern,omitzero"`
 	// Port is a TCP port on 127.0.0.1 or ::1 to wait for (wait).
 	Port int `json:"port,omitzero"`
+	// IdleMs is a quiet period in milliseconds (poll, wait, screen): poll
+	// and wait return once new output has arrived and then none for IdleMs
+	// (or at the exit or the timeout); screen first waits until no output
+	// has arrived for IdleMs. Nil or 0: no quiet wait. At most 600000. On a
+	// pipe session with open stdin, poll also uses it (default 500) to say
+	// that an unfinished last line may be a prompt.
+	IdleMs *float64 `json:"idleMs,omitzero"`
 }
 
 // Limits of process parameters.
@@ -71,7 +78,7 @@ const (
 	WriteBound = 5 * time.Second
 )
 
-const actionList = "list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait"
+const actionList = "list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen"
 
 // maxLineArg bounds a floored JSON offset or limit, far beyond any log.
 const maxLineArg = 1 << 53
@@ -164,6 +171,7 @@ var processActions = map[string]actionHandler{
 	"remove":    {noSession, (*Scope).remove},
 	"resize":    {noActiveSession, (*Scope).resize},
 	"wait":      {noSession, (*Scope).wait},
+	"screen":    {noSession, (*Scope).screen},
 }
 
 // list answers the list action. The text has one line per session, newest
@@ -222,7 +230,14 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 		}
 		wait = time.Duration(ms * float64(time.Millisecond))
 	}
-	dr := s.Poll(ctx, wait)
+	idle, bad := idleArg(req.IdleMs)
+	if bad != nil {
+		return bad, nil
+	}
+	if idle > 0 && req.Timeout == nil {
+		wait = DefaultIdleTimeoutMs * time.Millisecond
+	}
+	dr := s.PollIdle(ctx, wait, idle)
 	sc.reg.retract(sc.key, dr.Retract)
 	sn := &dr.Snap
 	d := Details{Status: statusOf(sn.Status), SessionID: s.ID(), Name: s.Name(), Aggregated: dr.Aggregated}
@@ -235,7 +250,11 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	if body == "" {
 		body = "(no new output)"
 	}
-	return textResult(withLossNotice(body, dr.Loss)+"\n\n"+exitLine(sn), d), nil
+	body = withLossNotice(body, dr.Loss)
+	if waitingForInput(s, &dr, idle) {
+		body += "\n" + waitingForInputNote
+	}
+	return textResult(body+"\n\n"+exitLine(sn), d), nil
 }
 
 // retryAfter is the suggested poll delay after n consecutive empty polls:

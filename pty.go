@@ -32,7 +32,7 @@ func (sc *Scope) resize(_ context.Context, s *session.Session, req *ProcessReque
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
-	found, err := s.WithTerminal(func(master *os.File) error {
+	found, err := s.ResizeTerminal(req.Cols, req.Rows, func(master *os.File) error {
 		return setWinsize(master, uint16(req.Cols), uint16(req.Rows))
 	})
 	if !found {

@@ -168,19 +168,28 @@ func TestPTYCursorPositionQuery(t *testing.T) {
 	t.Parallel()
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
-	for _, query := range []string{`\033[6n`, `\033[?6n`} {
-		t.Run("the query "+strings.ReplaceAll(query, `\033`, "ESC")+" is answered with ESC[1;1R and removed from the output", func(t *testing.T) {
+	// The child prints "ready" (raw mode: no CR LF translation), so the
+	// cursor is at row 1, column 6 when it asks.
+	for _, q := range []struct{ query, reply string }{
+		{`\033[6n`, "\x1b[1;6R"},
+		{`\033[?6n`, "\x1b[?1;6R"},
+	} {
+		t.Run("the query "+strings.ReplaceAll(q.query, `\033`, "ESC")+" is answered with the real cursor position and removed from the output", func(t *testing.T) {
 			// The child asks only after raw mode is on, so the answer
 			// reaches it unchanged and is not echoed.
-			id := startPTY(t, sc, rawHexDumpAfter(`printf 'ready`+query+`\n'`, 6))
-			assert.Equal(t, "1b5b313b3152", dumpedHex(t, sc, id))
+			id := startPTY(t, sc, rawHexDumpAfter(`printf 'ready`+q.query+`\n'`, len(q.reply)))
+			assert.Equal(t, fmt.Sprintf("%x", q.reply), dumpedHex(t, sc, id))
 			log := mustProcess(t, sc, &ProcessRequest{Action: "log", SessionID: id})
 			assert.True(t, strings.HasPrefix(log.Text(), "ready\n"), log.Text())
 			assert.NotContains(t, log.Text(), "\x1b")
 			assert.NotContains(t, log.Text(), "6n")
-			assert.NotContains(t, log.Text(), "1;1R")
+			assert.NotContains(t, log.Text(), "6R")
 		})
 	}
+	t.Run("the answer follows the cursor", func(t *testing.T) {
+		id := startPTY(t, sc, rawHexDumpAfter(`printf 'ready\033[12;34H\033[6n\n'`, 8))
+		assert.Equal(t, fmt.Sprintf("%x", "\x1b[12;34R"), dumpedHex(t, sc, id))
+	})
 }
 
 func TestPTYCursorKeyMode(t *testing.T) {

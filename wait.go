@@ -35,7 +35,11 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	if req.Port != 0 && (req.Port < 1 || req.Port > 65535) {
 		return failure(fmt.Sprintf("Invalid port %d: pass a TCP port from 1 to 65535.", req.Port)), nil
 	}
-	spec := session.WaitSpec{Timeout: time.Duration(timeoutMs * float64(time.Millisecond))}
+	idle, bad := idleArg(req.IdleMs)
+	if bad != nil {
+		return bad, nil
+	}
+	spec := session.WaitSpec{Timeout: time.Duration(timeoutMs * float64(time.Millisecond)), Idle: idle}
 	if req.Pattern != "" {
 		re, err := regexp.Compile(req.Pattern)
 		if err != nil {
@@ -61,8 +65,10 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	case session.CondPort:
 		d.Port = req.Port
 		head = fmt.Sprintf("Port %d is accepting connections.", req.Port)
+	case session.CondIdle:
+		head = fmt.Sprintf("Output has been quiet for %s ms.", strconv.FormatFloat(float64(*req.IdleMs), 'f', -1, 64))
 	case session.CondExit:
-		if spec.Pattern != nil || spec.Probe != nil {
+		if spec.Pattern != nil || spec.Probe != nil || spec.Idle > 0 {
 			head = "The process ended before the condition held."
 		} else {
 			head = "The process ended."

@@ -1,0 +1,201 @@
+package session
+
+import (
+	"context"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/charmbracelet/x/vt"
+)
+
+// Screen is a rendered copy of a PTY session's terminal.
+type Screen struct {
+	// Text has one line per row, trailing blanks trimmed and trailing empty
+	// rows dropped.
+	Text string
+	// Cols and Rows are the terminal's size.
+	Cols, Rows int
+	// CursorRow and CursorCol are the cursor's position, 1-based.
+	CursorRow, CursorCol int
+	// AlternateScreen reports whether a full-screen program switched to the
+	// alternate screen (vim, less, top do).
+	AlternateScreen bool
+	// Title is the window title the program set last ("" if none).
+	Title string
+}
+
+// terminal is the screen of a PTY session: a terminal emulator fed the raw
+// bytes the child writes, before any cleaning. It is created only for PTY
+// sessions. Its own lock guards it, so the reader goroutine that feeds it
+// and the calls that render or resize it never touch the session's state.
+//
+// The emulator answers the terminal queries it sees (cursor position,
+// device attributes, modes) through a pipe of its own, which one goroutine
+// (replies) reads and hands to the session's input. A write into that pipe
+// blocks until it is read, so that goroutine must run for as long as the
+// emulator is fed; close ends it.
+//
+// Emulating every byte of a flood costs far more than reading it (each line
+// feed at the bottom row moves the whole screen), so long runs of plain text
+// are not all fed: see skipper.
+type terminal struct {
+	mu    sync.Mutex // guards everything below
+	emu   *vt.Emulator
+	title string
+	skip  skipper
+	out   []byte // bytes to feed at the end of the current write
+}
+
+// newTerminal returns a terminal of cols×rows.
+func newTerminal(cols, rows int) *terminal {
+	t := &terminal{emu: vt.NewEmulator(cols, rows)}
+	// The log keeps the history; the emulator's own scrollback would clone
+	// every line that scrolls off, for nothing. One line is its minimum.
+	t.emu.SetScrollbackSize(1)
+	t.emu.SetCallbacks(vt.Callbacks{Title: func(s string) { t.title = s }})
+	t.skip.rows = rows
+	return t
+}
+
+// write feeds raw output to the emulator.
+func (t *terminal) write(p []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.out = t.skip.route(t.out[:0], p, t.feed)
+	t.feed(t.out)
+	if cap(t.out) > maxTermScratch {
+		t.out = nil
+	}
+}
+
+// maxTermScratch bounds the scratch buffer kept between writes.
+const maxTermScratch = 64 << 10
+
+func (t *terminal) feed(p []byte) {
+	if len(p) > 0 {
+		_, _ = t.emu.Write(p) // never fails while the emulator is open
+	}
+}
+
+// resize changes the size.
+func (t *terminal) resize(cols, rows int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.resizeLocked(cols, rows)
+}
+
+func (t *terminal) resizeLocked(cols, rows int) {
+	t.skip.flush(t.feed)
+	t.skip.rows = rows
+	t.emu.Resize(cols, rows)
+}
+
+// screen renders the current screen.
+func (t *terminal) screen() Screen {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.skip.flush(t.feed)
+	cols, rows := t.emu.Width(), t.emu.Height()
+	pos := t.emu.CursorPosition()
+	sc := Screen{
+		Cols: cols, Rows: rows,
+		CursorRow: pos.Y + 1, CursorCol: pos.X + 1,
+		AlternateScreen: t.emu.IsAltScreen(),
+		Title:           t.title,
+	}
+	b := make([]byte, 0, (cols+1)*rows)
+	keep := 0 // length of b up to the last non-empty row
+	for y := range rows {
+		if y > 0 {
+			b = append(b, '\n')
+		}
+		rowStart := len(b)
+		end := rowStart // after the last non-blank cell of this row
+		for x := range cols {
+			c := t.emu.CellAt(x, y)
+			switch {
+			case c == nil:
+				b = append(b, ' ')
+			case c.Content == "":
+				if c.Width != 0 {
+					b = append(b, ' ')
+				} // else the second half of a wide character
+			case c.Content == " ":
+				b = append(b, ' ')
+			default:
+				b = append(b, c.Content...)
+				end = len(b)
+			}
+		}
+		b = b[:end] // trailing blanks
+		if end > rowStart {
+			keep = end
+		}
+	}
+	sc.Text = string(b[:keep])
+	return sc
+}
+
+// replies reads the emulator's answers until close and hands each to
+// answer, which must not block.
+func (t *terminal) replies(answer func([]byte)) {
+	buf := make([]byte, 256)
+	for {
+		n, err := t.emu.Read(buf)
+		if n > 0 {
+			answer(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// close ends replies. The emulator stays readable (screen) afterwards.
+func (t *terminal) close() {
+	// The emulator's input pipe is the write end of what replies reads.
+	// Closing it there, rather than through Emulator.Close, keeps the
+	// emulator's own closed flag (read by Read without a lock) untouched.
+	if pw, ok := t.emu.InputPipe().(*io.PipeWriter); ok {
+		_ = pw.CloseWithError(io.EOF) // always nil
+	}
+}
+
+// Screen renders a PTY session's screen. With idle > 0 it first waits
+// until no output has arrived for idle (counted from the last output, or
+// the start), the session ends, d passes or ctx ends. It reports false for
+// a pipe session, which has no screen.
+func (s *Session) Screen(ctx context.Context, idle, d time.Duration) (Screen, Snapshot, bool) {
+	if s.term == nil {
+		return Screen{}, Snapshot{}, false
+	}
+	if idle > 0 {
+		s.mu.Lock()
+		s.waitQuietLocked(ctx, time.Now().Add(d), idle, false) // a screen does not report the end
+		s.mu.Unlock()
+	}
+	sc := s.term.screen()
+	return sc, s.Snapshot(0), true
+}
+
+// ResizeTerminal resizes a PTY session's terminal: set resizes the PTY
+// (the child then redraws) while the emulator's lock holds back the output,
+// so no redraw is fed to the emulator at the old size. It reports false
+// (and does not call set) for pipe sessions and after the end.
+func (s *Session) ResizeTerminal(cols, rows int, set func(master *os.File) error) (bool, error) {
+	if s.term == nil {
+		return false, nil
+	}
+	return s.WithTerminal(func(master *os.File) error {
+		t := s.term
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if err := set(master); err != nil {
+			return err
+		}
+		t.resizeLocked(cols, rows)
+		return nil
+	})
+}
