@@ -92,12 +92,12 @@ type Options struct {
 	PTY                           bool
 	TTYName                       string // the PTY slave's path, to read its mode
 	// Cols and Rows are the PTY's size, for its terminal emulator.
-	Cols, Rows int
-	StartedAt                     time.Time
-	Timeout                       time.Duration // 0: none
-	KillGrace                     time.Duration // SIGTERM to SIGKILL
-	DrainTimeout                  time.Duration // how long readers may outlive the exit
-	MaxChars, PendingChars        int
+	Cols, Rows             int
+	StartedAt              time.Time
+	Timeout                time.Duration // 0: none
+	KillGrace              time.Duration // SIGTERM to SIGKILL
+	DrainTimeout           time.Duration // how long readers may outlive the exit
+	MaxChars, PendingChars int
 	// Background marks the session backgrounded from the start.
 	Background bool
 	// NotifyOnExit and NotifyEmptySuccess decide whether an unreported end

@@ -51,13 +51,13 @@ type lfMark struct {
 type scanState uint8
 
 const (
-	scanGround  scanState = iota
-	scanEsc               // after ESC (held in seq)
-	scanEscInt            // in an ESC sequence with intermediates
-	scanCSI               // in a CSI sequence (held in seq)
-	scanCSIBrk            // in a CSI sequence already fed
-	scanStr               // in an OSC, DCS, APC, PM or SOS string
-	scanStrEsc            // after ESC in a string
+	scanGround scanState = iota
+	scanEsc              // after ESC (held in seq)
+	scanEscInt           // in an ESC sequence with intermediates
+	scanCSI              // in a CSI sequence (held in seq)
+	scanCSIBrk           // in a CSI sequence already fed
+	scanStr              // in an OSC, DCS, APC, PM or SOS string
+	scanStrEsc           // after ESC in a string
 )
 
 const (

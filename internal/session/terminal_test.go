@@ -211,5 +211,3 @@ func FuzzSkipper(f *testing.F) {
 		}
 	})
 }
-
-
