@@ -91,13 +91,11 @@ type Options struct {
 	ID, Scope, Command, Name, Cwd string
 	PTY                           bool
 	TTYName                       string // the PTY slave's path, to read its mode
-	// Cols and Rows are the PTY's size, for its terminal emulator.
-	Cols, Rows             int
-	StartedAt              time.Time
-	Timeout                time.Duration // 0: none
-	KillGrace              time.Duration // SIGTERM to SIGKILL
-	DrainTimeout           time.Duration // how long readers may outlive the exit
-	MaxChars, PendingChars int
+	StartedAt                     time.Time
+	Timeout                       time.Duration // 0: none
+	KillGrace                     time.Duration // SIGTERM to SIGKILL
+	DrainTimeout                  time.Duration // how long readers may outlive the exit
+	MaxChars, PendingChars        int
 	// Background marks the session backgrounded from the start.
 	Background bool
 	// NotifyOnExit and NotifyEmptySuccess decide whether an unreported end
@@ -106,6 +104,8 @@ type Options struct {
 	// KeepLeftovers keeps processes the shell left running (see
 	// [Lingerer]); false ends them with the shell.
 	KeepLeftovers bool
+	// Cols and Rows are the PTY's size, for its terminal emulator.
+	Cols, Rows int
 
 	Proc    Process
 	Outputs []io.Reader // stdout, stderr; or the PTY master alone
