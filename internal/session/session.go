@@ -281,7 +281,9 @@ func (s *Session) readStream(id streamID, r io.Reader) {
 			// The raw bytes, so the screen sees every sequence; before the
 			// text is recorded, so a call woken by it finds the screen
 			// updated too.
-			s.term.write(p)
+			if replies := s.term.write(p); len(replies) > 0 {
+				s.answer(replies)
+			}
 		}
 		bp := pool.get()
 		text, n, ev := cl.Append((*bp)[:0], p)

@@ -2,11 +2,13 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
 )
 
@@ -46,28 +48,59 @@ type terminal struct {
 	title string
 	skip  skipper
 	out   []byte // bytes to feed at the end of the current write
+	// cpr holds the answers to cursor-position queries met by the current
+	// write. They are the one query a program may send in a flood (one per
+	// line of output), so they skip the emulator's reply pipe and its
+	// goroutine handoff: the writer sends them after the write.
+	cpr []byte
 }
 
 // newTerminal returns a terminal of cols×rows.
 func newTerminal(cols, rows int) *terminal {
 	t := &terminal{emu: vt.NewEmulator(cols, rows)}
 	// The log keeps the history; the emulator's own scrollback would clone
-	// every line that scrolls off, for nothing. One line is its minimum.
-	t.emu.SetScrollbackSize(1)
+	// every line that scrolls off, for nothing. A zero Scrollback keeps
+	// nothing (SetScrollbackSize refuses 0).
+	*t.emu.Scrollback() = vt.Scrollback{}
 	t.emu.SetCallbacks(vt.Callbacks{Title: func(s string) { t.title = s }})
+	// Registered last, so they run before the emulator's own handlers.
+	t.emu.RegisterCsiHandler('n', func(params ansi.Params) bool { return t.cursorReport(params, "") })
+	t.emu.RegisterCsiHandler(ansi.Command('?', 0, 'n'), func(params ansi.Params) bool { return t.cursorReport(params, "?") })
 	t.skip.rows = rows
 	return t
 }
 
-// write feeds raw output to the emulator.
-func (t *terminal) write(p []byte) {
+// cursorReport answers DSR 6 (CPR) and DECXCPR with the cursor position,
+// 1-based; other reports are left to the emulator.
+func (t *terminal) cursorReport(params ansi.Params, prefix string) bool {
+	if n, _, ok := params.Param(0, 0); !ok || n != 6 {
+		return false
+	}
+	pos := t.emu.CursorPosition()
+	if len(t.cpr) < maxCPR {
+		t.cpr = fmt.Appendf(t.cpr, "\x1b[%s%d;%dR", prefix, pos.Y+1, pos.X+1)
+	}
+	return true
+}
+
+// maxCPR bounds the answers kept from one write: a child that floods
+// queries without reading them could not take more anyway (a terminal's
+// input buffer holds 4 KiB).
+const maxCPR = 4 << 10
+
+// write feeds raw output to the emulator and returns the answers to the
+// cursor-position queries in it, which the caller must send (the slice is
+// valid until the next write).
+func (t *terminal) write(p []byte) []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.cpr = t.cpr[:0]
 	t.out = t.skip.route(t.out[:0], p, t.feed)
 	t.feed(t.out)
 	if cap(t.out) > maxTermScratch {
 		t.out = nil
 	}
+	return t.cpr
 }
 
 // maxTermScratch bounds the scratch buffer kept between writes.

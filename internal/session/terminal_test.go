@@ -85,8 +85,10 @@ func TestTerminalScreen(t *testing.T) {
 	t.Run("a cursor position query is answered with the real cursor", func(t *testing.T) {
 		t.Parallel()
 		term, stop := startTerminal(t, 20, 5)
-		term.write([]byte("ab\r\ncdef\x1b[6n"))
-		assert.Equal(t, "\x1b[2;5R", string(stop()))
+		assert.Equal(t, "\x1b[2;5R", string(term.write([]byte("ab\r\ncdef\x1b[6n"))))
+		assert.Equal(t, "\x1b[?1;2R", string(term.write([]byte("\x1b[Hx\x1b[?6n"))))
+		term.write([]byte("\x1b[c")) // device attributes: through the reply pipe
+		assert.Contains(t, string(stop()), "\x1b[?62;")
 	})
 	t.Run("resize changes the size the screen reports", func(t *testing.T) {
 		t.Parallel()
