@@ -48,8 +48,9 @@ type ProcessRequest struct {
 	// lines. In JSON any number is accepted and floored.
 	Limit *int `json:"limit,omitzero"`
 	// Timeout is in milliseconds: how long poll waits for new output or the
-	// exit (0 … 120000, default 0), or how long wait waits (default 30000,
-	// at most 600000). Numeric strings are accepted.
+	// exit (0 … 120000, default 0, or 5000 with IdleMs), how long wait
+	// waits (default 30000, at most 600000), or how long screen waits for
+	// IdleMs of quiet (default 5000). Numeric strings are accepted.
 	Timeout *Number `json:"timeout,omitzero"`
 	// Cols and Rows are the new terminal size for resize (1–1000 each).
 	Cols int `json:"cols,omitzero"`

@@ -227,7 +227,7 @@ const processSchema = `{
       "minimum": 0,
       "maximum": 600000,
       "pattern": "^\\s*(600000(\\.0*)?|[0-5]?[0-9]{1,5}(\\.[0-9]*)?)\\s*$",
-      "description": "Milliseconds; a number or a numeric string. poll: how long to wait for new output or the exit, 0..120000 (default 0, longer values are clamped). wait: how long to wait, default 30000, at most 600000."
+      "description": "Milliseconds; a number or a numeric string. poll: how long to wait for new output or the exit, 0..120000 (default 0, or 5000 with idleMs; longer values are clamped). wait: how long to wait, default 30000, at most 600000. screen: how long to wait for idleMs of quiet, default 5000."
     },
     "cols": {
       "type": "integer",
