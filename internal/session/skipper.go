@@ -30,7 +30,7 @@ package session
 type skipper struct {
 	rows      int
 	st        scanState
-	seq       []byte // an escape sequence being read, not yet classified
+	seq       []byte // the escape sequence being read, for its classification
 	utf8Left  int    // continuation bytes still expected
 	margins   bool   // a scroll region may be set: hold nothing back
 	noSkip    bool   // left/right margin mode was enabled: never hold back
@@ -81,8 +81,7 @@ func (k *skipper) route(out, p []byte, feed func([]byte)) []byte {
 		case scanGround:
 			switch {
 			case b == 0x1b:
-				k.st = scanEsc
-				k.seq = append(k.seq[:0], b)
+				out = k.startSeq(out, b)
 			case b == '\n':
 				out = k.plain(out, b, feed)
 			case b == '\r' || b == '\t' || (b >= 0x20 && b < 0x7f):
@@ -107,15 +106,16 @@ func (k *skipper) route(out, p []byte, feed func([]byte)) []byte {
 			case b == '[':
 				k.st = scanCSI
 				k.seq = append(k.seq, b)
+				out = k.emit(out, b)
 			case b == 0x1b:
-				out = k.brk(out, k.seq, feed) // a lone ESC; b starts anew
-				k.seq = append(k.seq[:0], b)
+				out = k.brk(out, nil, feed) // a lone ESC; b starts anew
+				out = k.startSeq(out, b)
 			case b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X':
 				k.st = scanStr
-				out = k.brk(out, append(k.seq, b), feed)
+				out = k.brk(out, []byte{b}, feed)
 			case b >= 0x20 && b <= 0x2f:
 				k.st = scanEscInt
-				out = k.brk(out, append(k.seq, b), feed)
+				out = k.brk(out, []byte{b}, feed)
 			case b < 0x20:
 				out = k.brk(out, []byte{b}, feed) // executed inside the sequence
 			default:
@@ -123,13 +123,13 @@ func (k *skipper) route(out, p []byte, feed func([]byte)) []byte {
 					k.margins, k.noSkip = false, false
 				}
 				k.st = scanGround
-				out = k.brk(out, append(k.seq, b), feed)
+				out = k.brk(out, []byte{b}, feed)
 			}
 		case scanEscInt:
 			switch {
 			case b == 0x1b:
-				k.st = scanEsc
-				k.seq = append(k.seq[:0], b)
+				out = k.brk(out, nil, feed)
+				out = k.startSeq(out, b)
 			case b >= 0x20 && b <= 0x2f:
 				out = k.brk(out, []byte{b}, feed)
 			default:
@@ -139,27 +139,27 @@ func (k *skipper) route(out, p []byte, feed func([]byte)) []byte {
 		case scanCSI:
 			switch {
 			case b == 0x1b:
-				out = k.brk(out, k.seq, feed)
-				k.st = scanEsc
-				k.seq = append(k.seq[:0], b)
+				out = k.brk(out, nil, feed)
+				out = k.startSeq(out, b)
 			case b < 0x20:
 				k.st = scanCSIBrk
-				out = k.brk(out, append(k.seq, b), feed)
+				out = k.brk(out, []byte{b}, feed)
 			case b >= 0x40 && b <= 0x7e:
 				k.seq = append(k.seq, b)
 				k.st = scanGround
 				out = k.csi(out, feed)
 			case len(k.seq) >= maxSeq:
 				k.st = scanCSIBrk
-				out = k.brk(out, append(k.seq, b), feed)
+				out = k.brk(out, []byte{b}, feed)
 			default:
 				k.seq = append(k.seq, b)
+				out = k.emit(out, b)
 			}
 		case scanCSIBrk:
 			switch {
 			case b == 0x1b:
-				k.st = scanEsc
-				k.seq = append(k.seq[:0], b)
+				out = k.brk(out, nil, feed)
+				out = k.startSeq(out, b)
 			case b >= 0x40 && b <= 0x7e:
 				k.st = scanGround
 				out = k.brk(out, []byte{b}, feed)
@@ -191,7 +191,28 @@ func (k *skipper) route(out, p []byte, feed func([]byte)) []byte {
 	return out
 }
 
-// csi classifies the complete CSI sequence in seq.
+// startSeq begins an escape sequence with ESC (b).
+func (k *skipper) startSeq(out []byte, b byte) []byte {
+	k.st = scanEsc
+	k.seq = append(k.seq[:0], b)
+	return k.emit(out, b)
+}
+
+// emit routes a byte of an escape sequence not yet classified: after what
+// came before it, held back or not. Nothing is kept from the emulator for
+// want of a classification, so a screen read in the middle of a sequence
+// sees what a terminal would; if the sequence turns out not to be SGR, brk
+// feeds it, held-back text included, before its final byte.
+func (k *skipper) emit(out []byte, b byte) []byte {
+	if k.deferring {
+		k.pend = append(k.pend, b)
+		return out
+	}
+	return append(out, b)
+}
+
+// csi classifies the complete CSI sequence in seq, whose bytes but the
+// final one are routed already.
 func (k *skipper) csi(out []byte, feed func([]byte)) []byte {
 	params, final := k.seq[2:len(k.seq)-1], k.seq[len(k.seq)-1]
 	simple := true // digits and separators only
@@ -204,17 +225,13 @@ func (k *skipper) csi(out []byte, feed func([]byte)) []byte {
 	switch {
 	case final == 'm' && simple:
 		// SGR changes the pen only: plain for the screen's text.
-		if k.deferring {
-			k.pend = append(k.pend, k.seq...)
-			return out
-		}
-		return append(out, k.seq...)
+		return k.emit(out, final)
 	case final == 'r' && simple:
 		k.margins = !fullRegion(params, k.rows)
 	case final == 'h' && len(params) > 0 && params[0] == '?' && hasParam(params[1:], "69"):
 		k.noSkip = true // DECLRMM: left and right margins may follow
 	}
-	return k.brk(out, k.seq, feed)
+	return k.brk(out, []byte{final}, feed)
 }
 
 // fullRegion reports whether DECSTBM parameters name the whole screen.
