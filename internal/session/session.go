@@ -333,8 +333,9 @@ func (s *Session) ingest(id streamID, text []byte, n, raw int, ev termtext.Event
 			}
 		}
 	}
-	if n > 0 || raw > 0 {
-		// Bytes that only move the cursor still change the screen.
+	if n > 0 || (raw > 0 && s.term != nil) {
+		// On a terminal, bytes that only move the cursor still change the
+		// screen.
 		s.broadcastLocked()
 	}
 	s.mu.Unlock()
