@@ -17,8 +17,8 @@ import (
 // names mirror the tool schema.
 type ProcessRequest struct {
 	// Action is one of list, poll, log, write, send-keys, submit, paste,
-	// kill, clear, remove, and the additions resize, wait and screen. Required and
-	// case-sensitive: "POLL" is an unknown action. An unknown action fails
+	// kill, clear, remove, and the additions resize, wait and screen.
+	// Required and case-sensitive: "POLL" is an unknown action. An unknown action fails
 	// with "Unknown action <action>. Expected one of: …", after the check
 	// for a missing SessionID.
 	Action string `json:"action"`
