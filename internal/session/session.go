@@ -230,10 +230,11 @@ func (s *Session) Start() {
 	}
 	g := s.opts.Goroutines
 	if s.term != nil {
+		src := s.term.replySource()
 		g.Add(1)
 		go func() {
 			defer g.Done()
-			s.term.replies(s.answer) // ends when run closes the terminal
+			replies(src, s.answer) // ends when run closes the terminal
 		}()
 	}
 	for i, r := range s.opts.Outputs {

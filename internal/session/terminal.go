@@ -43,8 +43,9 @@ type Screen struct {
 // feed at the bottom row moves the whole screen), so long runs of plain text
 // are not all fed: see skipper.
 type terminal struct {
-	mu    sync.Mutex // guards everything below
-	emu   *vt.Emulator
+	mu    sync.Mutex   // guards everything below
+	emu   *vt.Emulator // nil once closed
+	final Screen       // the last screen, once closed
 	title string
 	skip  skipper
 	out   []byte // bytes to feed at the end of the current write
@@ -94,6 +95,9 @@ const maxCPR = 4 << 10
 func (t *terminal) write(p []byte) []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.emu == nil {
+		return nil // closed: nothing feeds it any more
+	}
 	t.cpr = t.cpr[:0]
 	t.out = t.skip.route(t.out[:0], p, t.feed)
 	t.feed(t.out)
@@ -120,6 +124,9 @@ func (t *terminal) resize(cols, rows int) {
 }
 
 func (t *terminal) resizeLocked(cols, rows int) {
+	if t.emu == nil {
+		return // ended: the last screen stays as it was
+	}
 	t.skip.flush(t.feed)
 	t.skip.rows = rows
 	t.emu.Resize(cols, rows)
@@ -129,6 +136,13 @@ func (t *terminal) resizeLocked(cols, rows int) {
 func (t *terminal) screen() Screen {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.emu == nil {
+		return t.final
+	}
+	return t.screenLocked()
+}
+
+func (t *terminal) screenLocked() Screen {
 	t.skip.flush(t.feed)
 	cols, rows := t.emu.Width(), t.emu.Height()
 	pos := t.emu.CursorPosition()
@@ -171,12 +185,27 @@ func (t *terminal) screen() Screen {
 	return sc
 }
 
-// replies reads the emulator's answers until close and hands each to
-// answer, which must not block.
-func (t *terminal) replies(answer func([]byte)) {
+// replySource returns what replies reads. Call it before anything feeds
+// the terminal: replies must not take the lock, which a write that waits
+// for it to read holds.
+func (t *terminal) replySource() io.Reader {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.emu == nil {
+		return nil
+	}
+	return t.emu
+}
+
+// replies reads the emulator's answers from src (replySource) until close
+// and hands each to answer, which must not block.
+func replies(src io.Reader, answer func([]byte)) {
+	if src == nil {
+		return // closed already
+	}
 	buf := make([]byte, 256)
 	for {
-		n, err := t.emu.Read(buf)
+		n, err := src.Read(buf)
 		if n > 0 {
 			answer(buf[:n])
 		}
@@ -186,14 +215,23 @@ func (t *terminal) replies(answer func([]byte)) {
 	}
 }
 
-// close ends replies. The emulator stays readable (screen) afterwards.
+// close ends replies and keeps only the last screen: an ended session
+// may stay listed for the TTL, and the emulator holds megabytes.
 func (t *terminal) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.emu == nil {
+		return
+	}
 	// The emulator's input pipe is the write end of what replies reads.
 	// Closing it there, rather than through Emulator.Close, keeps the
 	// emulator's own closed flag (read by Read without a lock) untouched.
 	if pw, ok := t.emu.InputPipe().(*io.PipeWriter); ok {
 		_ = pw.CloseWithError(io.EOF) // always nil
 	}
+	t.final = t.screenLocked()
+	t.emu, t.out, t.cpr = nil, nil, nil
+	t.skip = skipper{}
 }
 
 // Screen renders a PTY session's screen. With idle > 0 it first waits

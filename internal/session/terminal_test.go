@@ -19,9 +19,10 @@ func startTerminal(t testing.TB, cols, rows int) (*terminal, func() []byte) {
 	var mu sync.Mutex
 	var got []byte
 	done := make(chan struct{})
+	src := term.replySource()
 	go func() {
 		defer close(done)
-		term.replies(func(p []byte) {
+		replies(src, func(p []byte) {
 			mu.Lock()
 			got = append(got, p...)
 			mu.Unlock()
@@ -212,4 +213,18 @@ func FuzzSkipper(f *testing.F) {
 			t.Fatalf("skipped screen differs:\n%+v\nwant\n%+v", got, want)
 		}
 	})
+}
+
+func TestTerminalClose(t *testing.T) {
+	t.Parallel()
+	term, stop := startTerminal(t, 20, 5)
+	term.write([]byte("last words\x1b]0;bye\x07"))
+	stop()
+	sc := term.screen()
+	assert.Equal(t, "last words", sc.Text, "the last screen is kept")
+	assert.Equal(t, "bye", sc.Title)
+	term.resize(40, 10) // no-ops once closed
+	assert.Nil(t, term.write([]byte("more")))
+	assert.Equal(t, sc, term.screen())
+	term.close() // twice is fine
 }
