@@ -165,8 +165,9 @@
 // demand, and resize resizes it with the PTY, holding back output
 // meanwhile so no redraw lands at the old size. Pipe sessions have no
 // emulator and pay nothing for it; screen on one fails with "Session <id>
-// has no terminal; use poll or log." A finished session keeps its last
-// screen until it is cleared.
+// has no terminal; use poll or log." At the end the emulator is released
+// and only the last screen is kept, for screen calls until the session is
+// cleared.
 //
 // Choices where the contract is silent:
 //
