@@ -71,7 +71,27 @@ const (
 // back text must go first, route feeds out and then that text through feed
 // itself, so everything reaches the emulator in the order it was written.
 func (k *skipper) route(out, p []byte, feed func([]byte)) []byte {
-	for _, b := range p {
+	for i := 0; i < len(p); i++ {
+		b := p[i]
+		if k.st == scanGround && k.utf8Left == 0 && b >= 0x20 && b < 0x7f {
+			// The common case, a run of printable ASCII, in one copy: what
+			// plain does byte by byte (no line feed among them).
+			j := i + 1
+			for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
+				j++
+			}
+			k.prevCR = false
+			if k.deferring {
+				k.pend = append(k.pend, p[i:j]...)
+				if len(k.pend) > maxPend {
+					k.flush(feed)
+				}
+			} else {
+				out = append(out, p[i:j]...)
+			}
+			i = j - 1
+			continue
+		}
 		if k.utf8Left > 0 && b&0xC0 != 0x80 {
 			// A truncated UTF-8 sequence: let the emulator see it as it is.
 			k.utf8Left = 0
