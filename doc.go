@@ -1,8 +1,8 @@
 // Package bgexec gives AI agent runtimes background shell sessions: an
 // exec tool that runs a command and returns its output if it finishes
 // within a yield window, or a session id if it does not, and a process tool
-// to list, poll, page, write to, send keys to, resize, wait on, kill, clear
-// and remove those sessions. The tool contract (parameters, defaults, texts)
+// to list, poll, page, write to, send keys to, resize, wait on, read the
+// screen of, kill, clear and remove those sessions. The tool contract (parameters, defaults, texts)
 // follows the exec/process tools of the OpenClaw agent gateway.
 //
 // # Life of a session
@@ -66,6 +66,21 @@
 // Polling is for status on demand, not for scheduling: poll returns
 // retryInMs, 5 s for a poll with output and for the first empty one, then
 // 10 s, 30 s and 60 s for repeated empty polls.
+//
+// For a full-screen program, read the screen, waiting for it to settle
+// before each key press:
+//
+//	exec {"command":"vim notes.txt","pty":true,"background":true}
+//	process {"action":"screen","sessionId":"<id>","idleMs":500}
+//	process {"action":"send-keys","sessionId":"<id>","keys":["i"]}
+//	process {"action":"screen","sessionId":"<id>","idleMs":300}
+//
+// For a REPL, paste, submit, and poll with idleMs so the answer is read
+// whole rather than at its first bytes:
+//
+//	process {"action":"paste","sessionId":"<id>","text":"def f(x):\n    return 2*x\n"}
+//	process {"action":"submit","sessionId":"<id>"}
+//	process {"action":"poll","sessionId":"<id>","idleMs":300,"timeout":10000}
 //
 // # Exit notifications
 //
@@ -170,9 +185,71 @@
 // closed at spawn (the child reads EOF) unless stdin:"pipe" is passed.
 // PTY sessions (pty:true) run under a 120×30 terminal with TERM from the
 // environment or xterm-256color, one merged stream, and an always writable
-// terminal. Cursor-position queries are answered with ESC[1;1R, and the
-// cursor-key mode is tracked from the output for send-keys. A write to a
-// terminal in canonical mode is cut by the kernel at 4095 bytes per line.
+// terminal. A terminal emulator keeps the session's screen (see Terminal
+// screens); it answers the program's queries, cursor-position ones with
+// the real cursor. The cursor-key mode is tracked from the output for
+// send-keys. A write to a terminal in canonical mode is cut by the kernel
+// at 4095 bytes per line.
+//
+// # Terminal screens
+//
+// Full-screen programs (vim, less, top, htop) redraw by moving the cursor,
+// so their output stream, even cleaned, is unreadable: the process
+// action screen returns what a terminal would show instead, one line per
+// row, with the cursor position, the size, the title and whether the
+// alternate screen is on. Each PTY session feeds its raw output, before
+// cleaning, to an emulator (github.com/charmbracelet/x/vt) in its reader
+// goroutine, behind a lock of the terminal's own; screen renders it on
+// demand, and resize resizes it with the PTY, holding back output
+// meanwhile so no redraw lands at the old size. Pipe sessions have no
+// emulator and pay nothing for it; screen on one fails with "Session <id>
+// has no terminal; use poll or log." At the end the emulator is released
+// and only the last screen is kept, for screen calls until the session is
+// cleared.
+//
+// Choices where the contract is silent:
+//
+//   - The emulator answers every query it understands (cursor position,
+//     device attributes, modes, colours), as a real terminal would; the
+//     answers are written without ever blocking the reader and are dropped
+//     when the child does not read them. Cursor-position answers skip the
+//     emulator's reply pipe (one goroutine per PTY session reads the rest).
+//   - The emulator keeps no scrollback: log keeps the history.
+//   - Emulating a line feed at the bottom row shifts the whole screen, so a
+//     flood of lines would cost the emulator ~25 µs per line, much slower
+//     than the PTY delivers them. Within a run of plain text (printable
+//     characters, CR, LF, TAB, UTF-8, colour sequences) the reader feeds the
+//     first rows+1 lines and then holds back the rest, keeping only the
+//     last rows+1 lines, which alone decide what the screen shows; any
+//     other sequence, a screen call or a resize feeds what is held back
+//     first. The screen text is the same as with every byte fed (a fuzz
+//     test compares them); colours of dropped text are lost, which the text
+//     does not show. While a scroll region is set nothing is held back.
+//   - idleMs (poll, wait, screen) counts from the last bytes read,
+//     escape sequences included. poll and wait first wait for new output,
+//     then for idleMs of quiet; screen waits only for the quiet, so a
+//     program that printed long ago is read at once. Without a timeout a
+//     poll's idle wait is bounded by 5000 ms, a screen's too.
+//   - A screen call does not report an exit (it does not take over the
+//     exit event, unlike a poll or wait that sees the end).
+//   - "(waiting for input?)" follows a poll's output on a running pipe
+//     session whose stdin is open (stdin:"pipe") when its output ends in an
+//     unfinished line and no output arrived for idleMs (500 ms without
+//     idleMs). PTY sessions are not flagged: their prompts are the normal
+//     state of a shell or REPL, and screen shows them.
+//
+// The emulator was chosen by replaying the raw output of vim (insert and
+// :wq), less (page, search), top, htop, python3's REPL and bash -i,
+// recorded in tmux at 120×30, into charmbracelet/x/vt v0.1.0 and
+// github.com/hinshun/vt10x (the last release, 2022): both reproduce
+// tmux's capture-pane row for row on all seven. vt10x is about five times
+// faster on a line flood but is unmaintained and puts a wide character
+// (CJK, emoji) in one cell, so its cursor reports and columns are wrong
+// after one; x/vt is maintained, measures grapheme widths, tracks the
+// alternate screen, title and modes, and answers queries like xterm. Its
+// cost is speed (bounded by the skipping above) and a 4 MiB parser buffer
+// allocated per emulator, that is per PTY session. vito/midterm was not
+// available from the module proxy.
 //
 // # Containment
 //

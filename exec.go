@@ -218,6 +218,8 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		Cwd:                cwd,
 		PTY:                spec.pty,
 		TTYName:            sp.ttyName,
+		Cols:               int(spec.cols),
+		Rows:               int(spec.rows),
 		StartedAt:          start,
 		Timeout:            timeout,
 		KillGrace:          st.killGrace,

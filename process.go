@@ -17,8 +17,8 @@ import (
 // names mirror the tool schema.
 type ProcessRequest struct {
 	// Action is one of list, poll, log, write, send-keys, submit, paste,
-	// kill, clear, remove, and the additions resize and wait. Required and
-	// case-sensitive: "POLL" is an unknown action. An unknown action fails
+	// kill, clear, remove, and the additions resize, wait and screen.
+	// Required and case-sensitive: "POLL" is an unknown action. An unknown action fails
 	// with "Unknown action <action>. Expected one of: …", after the check
 	// for a missing SessionID.
 	Action string `json:"action"`
@@ -48,8 +48,9 @@ type ProcessRequest struct {
 	// lines. In JSON any number is accepted and floored.
 	Limit *int `json:"limit,omitzero"`
 	// Timeout is in milliseconds: how long poll waits for new output or the
-	// exit (0 … 120000, default 0), or how long wait waits (default 30000,
-	// at most 600000). Numeric strings are accepted.
+	// exit (0 … 120000, default 0, or 5000 with IdleMs), how long wait
+	// waits (default 30000, at most 600000), or how long screen waits for
+	// IdleMs of quiet (default 5000). Numeric strings are accepted.
 	Timeout *Number `json:"timeout,omitzero"`
 	// Cols and Rows are the new terminal size for resize (1–1000 each).
 	Cols int `json:"cols,omitzero"`
@@ -58,6 +59,13 @@ type ProcessRequest struct {
 	Pattern string `json:"pattern,omitzero"`
 	// Port is a TCP port on 127.0.0.1 or ::1 to wait for (wait).
 	Port int `json:"port,omitzero"`
+	// IdleMs is a quiet period in milliseconds (poll, wait, screen): poll
+	// and wait return once new output has arrived and then none for IdleMs
+	// (or at the exit or the timeout); screen first waits until no output
+	// has arrived for IdleMs. Nil or 0: no quiet wait. At most 600000. On a
+	// pipe session with open stdin, poll also uses it (default 500) to say
+	// that an unfinished last line may be a prompt.
+	IdleMs *float64 `json:"idleMs,omitzero"`
 }
 
 // Limits of process parameters.
@@ -71,7 +79,7 @@ const (
 	WriteBound = 5 * time.Second
 )
 
-const actionList = "list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait"
+const actionList = "list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen"
 
 // maxLineArg bounds a floored JSON offset or limit, far beyond any log.
 const maxLineArg = 1 << 53
@@ -167,6 +175,7 @@ var processActions = map[string]actionHandler{
 	"remove":    {noSession, (*Scope).remove},
 	"resize":    {noActiveSession, (*Scope).resize},
 	"wait":      {noSession, (*Scope).wait},
+	"screen":    {noSession, (*Scope).screen},
 }
 
 // list answers the list action. The text has one line per session, newest
@@ -233,9 +242,16 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 		}
 		wait = capWait(time.Duration(ms*float64(time.Millisecond)), sc.reg.cfg.maxTimeout)
 	}
+	idle, bad := idleArg(req.IdleMs)
+	if bad != nil {
+		return bad, nil
+	}
+	if idle > 0 && req.Timeout == nil {
+		wait = DefaultIdleTimeoutMs * time.Millisecond
+	}
 	asked := wait
 	wait, capped := sc.reg.cfg.capWait(wait)
-	dr := s.Poll(ctx, wait)
+	dr := s.PollIdle(ctx, wait, idle)
 	sc.reg.retract(sc.key, dr.Retract)
 	sn := &dr.Snap
 	d := Details{Status: statusOf(sn.Status), SessionID: s.ID(), Name: s.Name(), Aggregated: dr.Aggregated}
@@ -251,7 +267,11 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	if body == "" {
 		body = "(no new output)"
 	}
-	text := withLossNotice(body, dr.Loss) + "\n\n" + end
+	body = withLossNotice(body, dr.Loss)
+	if waitingForInput(s, &dr, idle) {
+		body += "\n" + waitingForInputNote
+	}
+	text := body + "\n\n" + end
 	if capped && !sn.Ended && dr.Text == "" {
 		text += "\n" + sc.reg.cfg.cappedNote("timeout", asked, "poll again to keep waiting.")
 	}

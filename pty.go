@@ -34,12 +34,12 @@ func (sc *Scope) resize(_ context.Context, s *session.Session, req *ProcessReque
 	}
 	if rz, ok := s.Process().(interface{ Resize(cols, rows uint16) error }); ok {
 		// A node's terminal: the size goes over the SSH channel.
-		if err := rz.Resize(uint16(req.Cols), uint16(req.Rows)); err != nil {
+		if err := s.ResizeRemote(req.Cols, req.Rows, func() error { return rz.Resize(uint16(req.Cols), uint16(req.Rows)) }); err != nil {
 			return failure(fmt.Sprintf("Resizing session %s failed: %v", s.ID(), err)), nil
 		}
 		return textResult(fmt.Sprintf("Resized session %s to %dx%d.", s.ID(), req.Cols, req.Rows), Details{Status: StatusRunning, SessionID: s.ID()}), nil
 	}
-	found, err := s.WithTerminal(func(master *os.File) error {
+	found, err := s.ResizeTerminal(req.Cols, req.Rows, func(master *os.File) error {
 		return setWinsize(master, uint16(req.Cols), uint16(req.Rows))
 	})
 	if !found {

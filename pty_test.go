@@ -169,19 +169,28 @@ func TestPTYCursorPositionQuery(t *testing.T) {
 	t.Parallel()
 	reg := newTestRegistry(t, Config{KillGrace: 200 * time.Millisecond})
 	sc := reg.Scope("a")
-	for _, query := range []string{`\033[6n`, `\033[?6n`} {
-		t.Run("the query "+strings.ReplaceAll(query, `\033`, "ESC")+" is answered with ESC[1;1R and removed from the output", func(t *testing.T) {
+	// The child prints "ready" (raw mode: no CR LF translation), so the
+	// cursor is at row 1, column 6 when it asks.
+	for _, q := range []struct{ query, reply string }{
+		{`\033[6n`, "\x1b[1;6R"},
+		{`\033[?6n`, "\x1b[?1;6R"},
+	} {
+		t.Run("the query "+strings.ReplaceAll(q.query, `\033`, "ESC")+" is answered with the real cursor position and removed from the output", func(t *testing.T) {
 			// The child asks only after raw mode is on, so the answer
 			// reaches it unchanged and is not echoed.
-			id := startPTY(t, sc, rawHexDumpAfter(`printf 'ready`+query+`\n'`, 6))
-			assert.Equal(t, "1b5b313b3152", dumpedHex(t, sc, id))
+			id := startPTY(t, sc, rawHexDumpAfter(`printf 'ready`+q.query+`\n'`, len(q.reply)))
+			assert.Equal(t, fmt.Sprintf("%x", q.reply), dumpedHex(t, sc, id))
 			log := mustProcess(t, sc, &ProcessRequest{Action: "log", SessionID: id})
 			assert.True(t, strings.HasPrefix(log.Text(), "ready\n"), log.Text())
 			assert.NotContains(t, log.Text(), "\x1b")
 			assert.NotContains(t, log.Text(), "6n")
-			assert.NotContains(t, log.Text(), "1;1R")
+			assert.NotContains(t, log.Text(), "6R")
 		})
 	}
+	t.Run("the answer follows the cursor", func(t *testing.T) {
+		id := startPTY(t, sc, rawHexDumpAfter(`printf 'ready\033[12;34H\033[6n\n'`, 8))
+		assert.Equal(t, fmt.Sprintf("%x", "\x1b[12;34R"), dumpedHex(t, sc, id))
+	})
 }
 
 func TestPTYCursorKeyMode(t *testing.T) {
@@ -420,8 +429,11 @@ func TestPTYCursorQueryFlood(t *testing.T) {
 	sc := reg.Scope("a")
 
 	t.Run("a child that queries the cursor without reading its input does not stall the output", func(t *testing.T) {
-		// 100000 answers overflow the terminal's input buffer many times.
-		id := startPTY(t, sc, `stty raw -echo; yes "$(printf '\033[6n')" | head -n 100000 >/dev/tty; echo done`)
+		// 2000 answers (16 KiB: ESC[30;1R each) overflow the terminal's
+		// 4 KiB input buffer four times. (Not more: every line also scrolls
+		// the emulated screen, which the race detector makes slow enough to
+		// pass the wait's deadline on a loaded machine.)
+		id := startPTY(t, sc, `stty raw -echo; yes "$(printf '\033[6n')" | head -n 2000 >/dev/tty; echo done`)
 		waitFor(t, sc, id, `^done$`)
 		waitExit(t, sc, id)
 	})

@@ -104,10 +104,24 @@ type Details struct {
 	Matched string `json:"matched,omitzero"`
 	// Port is the TCP port a wait found accepting.
 	Port int `json:"port,omitzero"`
-	// Condition says what ended a wait: "pattern", "port", "exit" or "timeout".
+	// Condition says what ended a wait: "pattern", "port", "idle", "exit"
+	// or "timeout".
 	Condition string `json:"condition,omitzero"`
 	// Resources is what a running session uses now (poll).
 	Resources *Resources `json:"resources,omitzero"`
+
+	// Cols and Rows are the terminal's size (screen).
+	Cols int `json:"cols,omitzero"`
+	Rows int `json:"rows,omitzero"`
+	// CursorRow and CursorCol are the cursor's position, 1-based (screen).
+	CursorRow int `json:"cursorRow,omitzero"`
+	CursorCol int `json:"cursorCol,omitzero"`
+	// AlternateScreen reports whether the program switched to the alternate
+	// screen, as full-screen programs do (screen; nil elsewhere).
+	AlternateScreen *bool `json:"alternateScreen,omitzero"`
+	// Title is the window title the program set, "" when none (screen; nil
+	// elsewhere).
+	Title *string `json:"title,omitzero"`
 
 	// execEnd marks a completed or failed exec result, whose JSON always
 	// carries exitCode and aggregated.

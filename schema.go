@@ -66,7 +66,7 @@ A command that finishes within the yield window (yieldMs, default 10000 ms) retu
 
 For long work such as builds, test suites or dev servers: start it once (background: true, or a short yieldMs) and continue with something else. When a background command ends you receive a system message with its exit status and last output, unless it succeeded without printing anything. To block until a specific event, call process wait once (an output line matching a pattern, a TCP port accepting connections, or the exit). Do not start the same command again to check on it, and do not poll or sleep in a loop.
 
-The command is killed after timeout seconds (default 1800; 0 or less means no limit), in the foreground and in the background. Set pty: true for programs that need a terminal (interactive prompts, full-screen tools) and drive them with process send-keys, submit and paste. Set stdin: "pipe" to feed a plain command input with process write.`
+The command is killed after timeout seconds (default 1800; 0 or less means no limit), in the foreground and in the background. Set pty: true for programs that need a terminal (interactive prompts, REPLs, full-screen tools) and drive them with process send-keys, submit and paste; read full-screen programs with process screen. For servers use background: true and then process wait for their port or ready line: a server started with & in a foreground command is kept as a running session too, but background: true says so from the start. Set stdin: "pipe" to feed a plain command input with process write.`
 
 const processDescription = `Inspect and control the background sessions started by exec. You see only the sessions you started; nothing survives a restart, and finished sessions are forgotten after a while (30 minutes by default).
 
@@ -82,7 +82,14 @@ Actions (all but list need sessionId):
 - clear: forget a finished session.
 - remove: kill a running session and forget it at once, or forget a finished one.
 - resize: set a terminal session's size (cols, rows).
-- wait: block until an output line matches pattern (RE2), a TCP port on localhost (the node's, for host=node) accepts connections (port), or, with neither, the session exits. timeout in ms, default 30000, at most 600000.
+- wait: block until an output line matches pattern (RE2), a TCP port on localhost (the node's, for host=node) accepts connections (port), output goes quiet (idleMs), or, with none of them, the session exits. timeout in ms, default 30000, at most 600000.
+- screen: the terminal's current screen of a pty session, one line per row, with the cursor position and whether a full-screen program is showing (alternateScreen). idleMs first waits until the output has been quiet that long.
+
+Patterns that work:
+- Servers and watchers: start them with exec background: true, then wait once for their port (port) or their ready line (pattern) before using them.
+- Full-screen programs (vim, less, top, htop, any TUI): start with pty: true and read them with screen, not poll or log, which show the raw stream. Wait for the first screen before typing (screen with idleMs: 500), then after each key press read screen with idleMs again.
+- REPLs and shells under pty (python3, node, bash -i): paste multi-line code (bracketed paste), then submit to run it: a paste alone does not press Enter. Then poll with idleMs (e.g. 300) and a timeout to read the whole answer.
+- A plain command asking a question on a pipe (stdin: "pipe"): when poll shows "(waiting for input?)" after an unfinished line, answer with write (data ending in "\n").
 
 Polling is for checking on demand, not for scheduling: after starting work, rely on the completion message or one wait call instead of repeated polls.`
 
@@ -173,7 +180,7 @@ const processSchema = `{
   "properties": {
     "action": {
       "type": "string",
-      "description": "What to do: one of list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait (case-sensitive). resize and wait are bgexec additions."
+      "description": "What to do: one of list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen (case-sensitive). resize, wait and screen are bgexec additions."
     },
     "sessionId": {
       "type": "string",
@@ -224,7 +231,7 @@ const processSchema = `{
       "minimum": 0,
       "maximum": 600000,
       "pattern": "^\\s*(600000(\\.0*)?|[0-5]?[0-9]{1,5}(\\.[0-9]*)?)\\s*$",
-      "description": "Milliseconds; a number or a numeric string. poll: how long to wait for new output or the exit, 0..120000 (default 0, longer values are clamped). wait: how long to wait, default 30000, at most 600000."
+      "description": "Milliseconds; a number or a numeric string. poll: how long to wait for new output or the exit, 0..120000 (default 0, or 5000 with idleMs; longer values are clamped). wait: how long to wait, default 30000, at most 600000. screen: how long to wait for idleMs of quiet, default 5000."
     },
     "cols": {
       "type": "integer",
@@ -247,6 +254,12 @@ const processSchema = `{
       "minimum": 1,
       "maximum": 65535,
       "description": "wait (bgexec addition): TCP port on 127.0.0.1 or ::1 to wait for until it accepts connections."
+    },
+    "idleMs": {
+      "type": "number",
+      "minimum": 0,
+      "maximum": 600000,
+      "description": "poll, wait and screen (bgexec addition): milliseconds of quiet. poll and wait return once new output has arrived and then none for idleMs (or at the exit or the timeout; poll without timeout waits up to 5000 ms). screen first waits until no output has arrived for idleMs (bounded by timeout, default 5000). Use it after typing, so you read the whole answer instead of its first bytes."
     }
   },
   "required": ["action"],

@@ -35,11 +35,15 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	if req.Port != 0 && (req.Port < 1 || req.Port > 65535) {
 		return failure(fmt.Sprintf("Invalid port %d: pass a TCP port from 1 to 65535.", req.Port)), nil
 	}
+	idle, bad := idleArg(req.IdleMs)
+	if bad != nil {
+		return bad, nil
+	}
 	if c := sc.reg.cfg.maxTimeout; c > 0 {
 		timeoutMs = min(timeoutMs, float64(c.Milliseconds())) // MaxTimeoutSec
 	}
 	asked := time.Duration(timeoutMs * float64(time.Millisecond))
-	spec := session.WaitSpec{Timeout: asked}
+	spec := session.WaitSpec{Timeout: asked, Idle: idle}
 	var capped bool
 	spec.Timeout, capped = sc.reg.cfg.capWait(asked)
 	if req.Pattern != "" {
@@ -72,8 +76,10 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	case session.CondPort:
 		d.Port = req.Port
 		head = fmt.Sprintf("Port %d is accepting connections.", req.Port)
+	case session.CondIdle:
+		head = fmt.Sprintf("Output has been quiet for %s ms.", strconv.FormatFloat(float64(*req.IdleMs), 'f', -1, 64))
 	case session.CondExit:
-		if spec.Pattern != nil || spec.Probe != nil {
+		if spec.Pattern != nil || spec.Probe != nil || spec.Idle > 0 {
 			head = "The process ended before the condition held."
 		} else {
 			head = "The process ended."

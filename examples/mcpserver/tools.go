@@ -98,6 +98,13 @@ type toolOutput struct {
 	Port       int               `json:"port,omitempty"`
 	Condition  string            `json:"condition,omitempty"`
 	Resources  *bgexec.Resources `json:"resources,omitempty"`
+	// The terminal of a screen result.
+	Cols            int     `json:"cols,omitempty"`
+	Rows            int     `json:"rows,omitempty"`
+	CursorRow       int     `json:"cursorRow,omitempty"`
+	CursorCol       int     `json:"cursorCol,omitempty"`
+	AlternateScreen *bool   `json:"alternateScreen,omitempty"`
+	Title           *string `json:"title,omitempty"`
 }
 
 // sessionOutput is one entry of list, without its output tail; the command
@@ -133,6 +140,8 @@ func outputOf(d *bgexec.Details) toolOutput {
 		TimedOut: d.TimedOut, Name: d.Name, RetryInMs: d.RetryInMs, TotalLines: d.TotalLines,
 		TotalChars: d.TotalChars, FirstLine: d.FirstLine, Truncated: d.Truncated, Port: d.Port, Condition: d.Condition,
 		Resources: d.Resources,
+		Cols:      d.Cols, Rows: d.Rows, CursorRow: d.CursorRow, CursorCol: d.CursorCol,
+		AlternateScreen: d.AlternateScreen, Title: d.Title,
 	}
 	switch {
 	case d.ExitCode != nil:
@@ -212,7 +221,13 @@ const processOutputSchema = `{
     "firstLine": {"type": "integer", "description": "Number of the oldest retained line when older ones were dropped (log)."},
     "truncated": {"type": "boolean", "description": "Whether output was discarded at the retention cap."},
     "port": {"type": "integer", "description": "TCP port a wait found accepting."},
-    "condition": {"type": "string", "enum": ["pattern", "port", "exit", "timeout"], "description": "What ended a wait."},
+    "condition": {"type": "string", "enum": ["pattern", "port", "idle", "exit", "timeout"], "description": "What ended a wait."},
+    "cols": {"type": "integer", "description": "Terminal width in columns (screen)."},
+    "rows": {"type": "integer", "description": "Terminal height in rows (screen)."},
+    "cursorRow": {"type": "integer", "description": "Cursor row, 1-based (screen)."},
+    "cursorCol": {"type": "integer", "description": "Cursor column, 1-based (screen)."},
+    "alternateScreen": {"type": "boolean", "description": "Whether a full-screen program is showing its alternate screen (screen)."},
+    "title": {"type": "string", "description": "The window title the program set (screen)."},
     "resources": ` + resourcesSchema + `,
     "sessions": {
       "type": "array",

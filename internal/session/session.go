@@ -17,7 +17,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -127,6 +126,8 @@ type Options struct {
 	// ReadOnlyHint is added once to a result whose output shows the first
 	// "Read-only file system" (see TakeHint); "" means never.
 	ReadOnlyHint string
+	// Cols and Rows are the PTY's size, for its terminal emulator.
+	Cols, Rows int
 
 	Proc    Process
 	Outputs []io.Reader // stdout, stderr; or the PTY master alone
@@ -155,12 +156,18 @@ type Session struct {
 	opts Options // immutable after Start
 	done chan struct{}
 
+	// term is the emulated screen of a PTY session; nil for pipes. It has
+	// its own lock.
+	term *terminal
+
 	stdinMu  sync.Mutex // serialises writes and the close of stdin
 	stdin    io.Writer  // nil when not writable
 	stdinEOF bool
 
 	mu           sync.Mutex // guards everything below
 	out          output
+	lastOutput   time.Time // when the last bytes arrived (the start before any)
+	rawBytes     int64     // bytes read from the child, escape sequences included
 	cursorMode   keys.CursorMode
 	backgrounded bool
 	ended        bool
@@ -197,9 +204,12 @@ func New(o Options) *Session {
 		backgrounded: o.Background,
 		changed:      make(chan struct{}),
 		leftBehind:   make(chan struct{}),
+		lastOutput:   o.StartedAt,
 	}
 	if !o.PTY {
 		s.cursorMode = keys.CursorNormal
+	} else {
+		s.term = newTerminal(max(o.Cols, 1), max(o.Rows, 1))
 	}
 	return s
 }
@@ -245,6 +255,14 @@ func (s *Session) Start() {
 		close(readers.done)
 	}
 	g := s.opts.Goroutines
+	if s.term != nil {
+		src := s.term.replySource()
+		g.Add(1)
+		go func() {
+			defer g.Done()
+			replies(src, s.answer) // ends when run closes the terminal
+		}()
+	}
 	for i, r := range s.opts.Outputs {
 		g.Add(1)
 		go func() {
@@ -286,6 +304,14 @@ func (s *Session) readStream(id streamID, r io.Reader) {
 	var le termtext.LineEnds
 	pool := s.opts.Pool
 	sink := func(p []byte) {
+		if s.term != nil {
+			// The raw bytes, so the screen sees every sequence; before the
+			// text is recorded, so a call woken by it finds the screen
+			// updated too.
+			if replies := s.term.write(p); len(replies) > 0 {
+				s.answer(replies)
+			}
+		}
 		bp := pool.get()
 		text, n, ev := cl.Append((*bp)[:0], p)
 		if s.opts.PTY {
@@ -293,7 +319,7 @@ func (s *Session) readStream(id streamID, r io.Reader) {
 			text, removed = le.Apply(text)
 			n -= removed
 		}
-		s.ingest(id, text, n, ev)
+		s.ingest(id, text, n, len(p), ev)
 		*bp = text[:cap(text)] // keep the (possibly grown) buffer at full length
 		pool.put(bp)
 	}
@@ -303,13 +329,17 @@ func (s *Session) readStream(id streamID, r io.Reader) {
 		pumpReader(r, pool, sink)
 	}
 	text, n := cl.Flush(nil) // U+FFFD at most: no line ending to change
-	s.ingest(id, text, n, termtext.Events{})
+	s.ingest(id, text, n, 0, termtext.Events{})
 }
 
-// ingest records cleaned text and terminal events from one read.
-func (s *Session) ingest(id streamID, text []byte, n int, ev termtext.Events) {
-	var answer bool
+// ingest records cleaned text and terminal events from one read of raw
+// bytes.
+func (s *Session) ingest(id streamID, text []byte, n, raw int, ev termtext.Events) {
 	s.mu.Lock()
+	if raw > 0 {
+		s.rawBytes += int64(raw)
+		s.lastOutput = time.Now()
+	}
 	s.out.add(id, text, n)
 	if s.opts.PTY {
 		switch {
@@ -320,7 +350,8 @@ func (s *Session) ingest(id streamID, text []byte, n int, ev termtext.Events) {
 		case s.cursorMode == keys.CursorUnknown && n > 0:
 			s.cursorMode = keys.CursorNormal
 		}
-		answer = ev.CursorQueries > 0
+		// Cursor-position queries (ev.CursorQueries) are answered by the
+		// terminal emulator, with its real cursor.
 	}
 	if n > 0 {
 		for _, w := range s.lineWaiters {
@@ -328,22 +359,22 @@ func (s *Session) ingest(id streamID, text []byte, n int, ev termtext.Events) {
 				w.feed(text)
 			}
 		}
+	}
+	if n > 0 || (raw > 0 && s.term != nil) {
+		// On a terminal, bytes that only move the cursor still change the
+		// screen.
 		s.broadcastLocked()
 	}
 	s.mu.Unlock()
-	if answer {
-		s.answerCursorQueries(ev.CursorQueries)
-	}
 }
 
-// cursorReply answers a cursor-position query: row 1, column 1.
-const cursorReply = "\x1b[1;1R"
-
-// answerCursorQueries writes the replies without ever blocking the reader:
-// if the terminal's input buffer is full (the child is not reading) or an
-// agent write holds the terminal, the replies are dropped rather than
-// stalling output capture.
-func (s *Session) answerCursorQueries(n int) {
+// answer writes the terminal emulator's replies to queries (cursor
+// position, device attributes) without ever blocking: the emulator, and so
+// the reader feeding it, waits for each reply to be taken. If the
+// terminal's input buffer is full (the child is not reading) or an agent
+// write holds the terminal, the reply is dropped rather than stalling
+// output capture.
+func (s *Session) answer(reply []byte) {
 	if !s.stdinMu.TryLock() {
 		return
 	}
@@ -356,7 +387,6 @@ func (s *Session) answerCursorQueries(n int) {
 	if err != nil {
 		return
 	}
-	reply := []byte(strings.Repeat(cursorReply, min(n, 64)))
 	_ = rc.Write(func(fd uintptr) bool {
 		_, _ = unix.Write(int(fd), reply) // best effort: a full terminal drops the reply
 		return true                       // never wait for room
@@ -374,6 +404,9 @@ func (s *Session) run(readers *readerCount) {
 	_ = p.SignalGroup(syscall.SIGKILL) // failures surface through Release
 	ws, err := p.Reap()
 	s.drain(readers)
+	if s.term != nil {
+		s.term.close() // nothing feeds it any more
+	}
 
 	s.stdinMu.Lock()
 	for _, r := range s.opts.Outputs {
@@ -608,6 +641,11 @@ type Drained struct {
 	// Retract is the text of an exit event already delivered for the end
 	// this call reports; the caller retracts it before it returns.
 	Retract string
+	// Quiet is how long no output has arrived.
+	Quiet time.Duration
+	// PartialLine reports that the output ends in an unfinished line (a
+	// prompt, perhaps).
+	PartialLine bool
 }
 
 // waitChange blocks until cond holds (checked under the lock), the session
@@ -640,8 +678,19 @@ func (s *Session) waitChange(ctx context.Context, d time.Duration, cond func() b
 // Poll waits up to d for new output or the end, then drains the pending
 // output. A poll that returns the end takes over its report.
 func (s *Session) Poll(ctx context.Context, d time.Duration) Drained {
+	return s.PollIdle(ctx, d, 0)
+}
+
+// PollIdle is Poll that, once new output has arrived, also waits until no
+// more has arrived for idle (within the same d), so a program's answer is
+// read whole rather than at its first bytes.
+func (s *Session) PollIdle(ctx context.Context, d, idle time.Duration) Drained {
 	s.mu.Lock()
+	until := time.Now().Add(d)
 	s.waitChange(ctx, d, func() bool { return !s.out.pending.empty() })
+	if idle > 0 && !s.ended && !s.out.pending.empty() {
+		s.waitQuietLocked(ctx, until, idle, true)
+	}
 	dr := s.drainLocked()
 	if !dr.Snap.Ended {
 		if dr.Text != "" {
@@ -660,7 +709,10 @@ func (s *Session) Poll(ctx context.Context, d time.Duration) Drained {
 
 func (s *Session) drainLocked() Drained {
 	text, loss := s.out.drain()
-	return Drained{Text: text, Loss: loss, Snap: s.snapshotLocked(), Aggregated: s.out.agg.String()}
+	return Drained{
+		Text: text, Loss: loss, Snap: s.snapshotLocked(), Aggregated: s.out.agg.String(),
+		Quiet: s.quietLocked(), PartialLine: s.partialLineLocked(),
+	}
 }
 
 // takeReport makes the calling poll, wait or kill the reporter of the end.

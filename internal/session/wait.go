@@ -51,6 +51,9 @@ type WaitSpec struct {
 	Probe      func(ctx context.Context) bool
 	ProbeEvery time.Duration
 	Timeout    time.Duration
+	// Idle, when positive, also ends the wait once new output has arrived
+	// and then none for Idle.
+	Idle time.Duration
 }
 
 // Conditions a Wait ends on.
@@ -58,6 +61,7 @@ const (
 	CondPattern = "pattern"
 	CondPort    = "port"
 	CondExit    = "exit"
+	CondIdle    = "idle"
 	CondTimeout = "timeout"
 )
 
@@ -92,6 +96,27 @@ func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
 		s.lineWaiters = append(s.lineWaiters, lw)
 	}
 	s.waiters++
+	// The idle timer is armed for the moment the output would be quiet,
+	// and rearmed when more arrived meanwhile.
+	rawAtStart := s.rawBytes
+	var idle *time.Timer
+	var idleC <-chan time.Time
+	if spec.Idle > 0 {
+		idle = time.NewTimer(spec.Idle)
+		defer idle.Stop()
+		idleC = idle.C
+	}
+	quiet := func() bool {
+		if idle == nil || (s.rawBytes == rawAtStart && s.out.pending.empty()) {
+			return false // nothing new yet: the next output wakes us
+		}
+		left := spec.Idle - s.quietLocked()
+		if left <= 0 {
+			return true
+		}
+		idle.Reset(left)
+		return false
+	}
 	cond := ""
 	for cond == "" {
 		switch {
@@ -100,6 +125,9 @@ func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
 			continue
 		case s.ended:
 			cond = CondExit
+			continue
+		case quiet():
+			cond = CondIdle
 			continue
 		}
 		ch := s.changed
@@ -112,6 +140,7 @@ func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
 		select {
 		case <-ch:
 		case <-probe:
+		case <-idleC:
 		case <-deadline.C:
 			cond = CondTimeout
 		case <-ctx.Done():

@@ -1,0 +1,84 @@
+package bgexec
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bgexec/bgexec/internal/session"
+)
+
+// Limits of the quiet waits (idleMs) of poll, wait and screen.
+const (
+	// DefaultIdleTimeoutMs bounds a screen's quiet wait, and a poll's when
+	// the poll has no timeout, in milliseconds.
+	DefaultIdleTimeoutMs = 5000
+	// MaxIdleMs is the longest quiet period idleMs may ask for, in ms.
+	MaxIdleMs = 600000
+	// DefaultPromptIdleMs is how long a pipe session must have been quiet
+	// after an unfinished line for poll to say it may be waiting for
+	// input, when the poll passes no idleMs.
+	DefaultPromptIdleMs = 500
+)
+
+// waitingForInputNote follows a poll's output when the program seems to
+// wait at a prompt.
+const waitingForInputNote = "(waiting for input?)"
+
+// idleArg converts idleMs; a bad value is a failure result.
+func idleArg(n *float64) (time.Duration, *Result) {
+	if n == nil {
+		return 0, nil
+	}
+	ms := float64(*n)
+	if ms != ms || ms < 0 || ms > MaxIdleMs {
+		return 0, failure(fmt.Sprintf("Invalid idleMs: pass milliseconds from 0 to %d.", MaxIdleMs))
+	}
+	return time.Duration(ms * float64(time.Millisecond)), nil
+}
+
+// waitingForInput reports whether a poll should say the program may be
+// waiting for input: a running pipe session whose stdin is open, whose
+// output ends in an unfinished line, quiet for idle (or
+// DefaultPromptIdleMs) since.
+func waitingForInput(s *session.Session, dr *session.Drained, idle time.Duration) bool {
+	if s.PTY() || dr.Snap.Ended || !dr.PartialLine {
+		return false
+	}
+	if idle <= 0 {
+		idle = DefaultPromptIdleMs * time.Millisecond
+	}
+	return dr.Quiet >= idle && s.Writable()
+}
+
+// screen answers the screen action: the terminal's current screen as text.
+func (sc *Scope) screen(ctx context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
+	idle, bad := idleArg(req.IdleMs)
+	if bad != nil {
+		return bad, nil
+	}
+	bound := time.Duration(DefaultIdleTimeoutMs) * time.Millisecond
+	if req.Timeout != nil {
+		ms := float64(*req.Timeout)
+		if ms != ms || ms < 0 || ms > MaxWaitTimeoutMs {
+			return failure(fmt.Sprintf("Invalid timeout: pass milliseconds from 0 to %d.", MaxWaitTimeoutMs)), nil
+		}
+		bound = time.Duration(ms * float64(time.Millisecond))
+	}
+	// A host's per-call limit bounds the quiet wait too; the screen is
+	// shown as it is then.
+	bound, _ = sc.reg.cfg.capWait(bound)
+	scr, sn, ok := s.Screen(ctx, idle, bound)
+	if !ok {
+		return failure("Session " + s.ID() + " has no terminal; use poll or log."), nil
+	}
+	d := Details{
+		Status: statusOf(sn.Status), SessionID: s.ID(), Name: s.Name(),
+		Cols: scr.Cols, Rows: scr.Rows, CursorRow: scr.CursorRow, CursorCol: scr.CursorCol,
+		AlternateScreen: ptr(scr.AlternateScreen), Title: ptr(scr.Title),
+	}
+	if sn.Ended {
+		exitDetails(&d, &sn.Exit)
+	}
+	return textResult(scr.Text, d), nil
+}
