@@ -94,7 +94,7 @@ func startSSHD(t testing.TB) *testSSHD {
 	// Debian's sshd needs its privilege separation directory.
 	require.NoError(t, os.MkdirAll("/run/sshd", 0o755))
 
-	cmd := exec.Command(sshd, "-D", "-e", "-f", cfg)
+	cmd := sshdCommand(sshd, cfg)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -117,6 +117,9 @@ func startSSHD(t testing.TB) *testSSHD {
 		}
 	}()
 	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("sshd's log:\n%s", d.logText())
+		}
 		d.signalSessions(unix.SIGKILL)
 		_ = cmd.Process.Kill()
 		<-logDone
@@ -130,6 +133,28 @@ func startSSHD(t testing.TB) *testSSHD {
 		t.Fatalf("sshd did not start listening:\n%s", d.logText())
 	}
 	return d
+}
+
+// sshdCommand starts sshd as a clean node. Each session's shell runs the
+// login user's ~/.bashrc (bash reads it for commands sshd starts), and on
+// this kind of machine root's runs `pyenv init`: a rehash under a lock
+// file, which a session killed during its login leaves behind, after
+// which every login waits for pyenv's 60 s lock timeout. So, where
+// unshare(1) is there, sshd runs in a mount namespace of its own in which
+// the user's shell rc files are empty (the rest of the file system, and
+// the pid namespace, stay shared, so the tests still see every process).
+func sshdCommand(sshd, cfg string) *exec.Cmd {
+	args := []string{"-D", "-e", "-f", cfg}
+	unshare, err := exec.LookPath("unshare")
+	home, herr := os.UserHomeDir()
+	if err != nil || herr != nil || os.Geteuid() != 0 {
+		return exec.Command(sshd, args...)
+	}
+	mask := `for f in "$HOME_RC"/.bashrc "$HOME_RC"/.bash_profile "$HOME_RC"/.bash_login "$HOME_RC"/.profile; do ` +
+		`if [ -f "$f" ]; then mount --bind /dev/null "$f" || exit 1; fi; done; exec "$@"`
+	cmd := exec.Command(unshare, append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", mask, "sh", sshd}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME_RC="+home)
+	return cmd
 }
 
 func (d *testSSHD) logText() string {
