@@ -407,7 +407,16 @@ func TestNodeCloseHonoursItsContextOnAHungNode(t *testing.T) {
 	reg, err := NewRegistry(Config{Host: "node", Nodes: map[string]Node{"n1": d.node()}})
 	require.NoError(t, err)
 	sc := reg.Scope("a")
-	id := startBackground(t, sc, &ExecRequest{Command: "echo ready; sleep 1000"})
+	// A hung node cannot be asked to kill anything: the test ends what
+	// Close could not reach, once sshd is gone.
+	tag := newTag(t)
+	t.Cleanup(func() {
+		for _, pid := range taggedProcesses(t, tag) {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		noTagged(t, tag)
+	})
+	id := startBackground(t, sc, &ExecRequest{Command: "echo ready; sleep 1000", Env: map[string]string{tagEnv: tag}})
 	waitFor(t, sc, id, "^ready$")
 	d.signalSessions(unix.SIGSTOP) // keepalives (15 s × 3) would take 45 s to notice
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
