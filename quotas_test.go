@@ -132,10 +132,13 @@ func TestQuotasTimeoutCap(t *testing.T) {
 	res := mustExec(t, sc, &ExecRequest{Command: "echo quick", Timeout: ptr(0.5)})
 	assert.Equal(t, "quick", res.Text())
 
-	// A process wait blocks no longer than the cap either.
-	capped := newTestRegistry(t, Config{MaxTimeoutSec: 1, TimeoutSec: 60})
+	// A process wait blocks no longer than the cap either. The session's
+	// own timeout is capped to the same second, so it ignores the SIGTERM
+	// of its timeout and lives through the kill grace: the wait, not the
+	// session's end, is what returns at the cap.
+	capped := newTestRegistry(t, Config{MaxTimeoutSec: 1, TimeoutSec: 60, KillGrace: 5 * time.Second})
 	csc := capped.Scope("agent:cap")
-	bg := mustExec(t, csc, &ExecRequest{Command: "sleep 30", Background: true, Timeout: ptr(30.0)})
+	bg := mustExec(t, csc, &ExecRequest{Command: "trap '' TERM; sleep 30", Background: true, Timeout: ptr(30.0)})
 	start := time.Now()
 	w := mustProcess(t, csc, &ProcessRequest{Action: "wait", SessionID: bg.Details.SessionID, Pattern: "never", Timeout: ptr(Number(600000))})
 	assert.Less(t, time.Since(start), 30*time.Second)
