@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,33 +127,71 @@ func findCgroup2Dir() (string, error) {
 	if !found {
 		return "", errors.New("no cgroup v2 entry in /proc/self/cgroup")
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	dir := ""
+	err = eachCgroupMount(func(m cgroupMount) bool {
+		if m.fstype != "cgroup2" {
+			return true
+		}
+		if sub, ok := m.below(rel); ok {
+			dir = filepath.Join(m.point, sub)
+			return false
+		}
+		return true
+	})
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	if dir != "" {
+		return dir, nil
+	}
+	return "", errors.New("no cgroup2 mount in /proc/self/mountinfo")
+}
+
+// cgroupMount is one cgroup file system mount of /proc/self/mountinfo.
+type cgroupMount struct {
+	root, point string // the mount's root in its hierarchy, and where it is mounted
+	fstype      string // "cgroup" (v1) or "cgroup2"
+	superOpts   string // for v1, the controllers among the options
+}
+
+// below returns the path of the cgroup rel (a path in the hierarchy)
+// relative to the mount point, if the mount shows it.
+func (m cgroupMount) below(rel string) (string, bool) {
+	sub, err := filepath.Rel(m.root, rel)
+	if err != nil || strings.HasPrefix(sub, "..") {
+		return "", false
+	}
+	return sub, true
+}
+
+// eachCgroupMount calls f for every cgroup and cgroup2 mount of this
+// process, until f returns false.
+func eachCgroupMount(f func(cgroupMount) bool) error {
+	file, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	sc := bufio.NewScanner(file)
 	for sc.Scan() {
 		// id parent major:minor root mountpoint options ... - fstype source superoptions
 		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, f := range fields {
-			if f == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || sep+1 >= len(fields) || fields[sep+1] != "cgroup2" || len(fields) < 5 {
+		sep := slices.Index(fields, "-")
+		if sep < 5 || sep+1 >= len(fields) {
 			continue
 		}
-		root, mnt := fields[3], fields[4]
-		sub, err := filepath.Rel(root, rel)
-		if err != nil || strings.HasPrefix(sub, "..") {
+		m := cgroupMount{root: fields[3], point: fields[4], fstype: fields[sep+1]}
+		if m.fstype != "cgroup" && m.fstype != "cgroup2" {
 			continue
 		}
-		return filepath.Join(mnt, sub), nil
+		if sep+3 < len(fields) {
+			m.superOpts = fields[sep+3]
+		}
+		if !f(m) {
+			return nil
+		}
 	}
-	return "", errors.New("no cgroup2 mount in /proc/self/mountinfo")
+	return sc.Err()
 }
 
 // newCgroupRoot creates this registry's cgroup, or reports why it cannot.

@@ -3,7 +3,6 @@
 package bgexec
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -287,32 +286,21 @@ func v1Mount(ctrl string) (mnt, rel string, err error) {
 	if !found {
 		return "", "", fmt.Errorf("no cgroup v1 %s hierarchy", ctrl)
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	err = eachCgroupMount(func(m cgroupMount) bool {
+		if m.fstype != "cgroup" || !containsWord(strings.ReplaceAll(m.superOpts, ",", " "), ctrl) {
+			return true
+		}
+		if sub, ok := m.below(rel); ok {
+			mnt, rel = m.point, sub
+			return false
+		}
+		return true
+	})
 	if err != nil {
 		return "", "", err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, f := range fields {
-			if f == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 5 || sep+3 >= len(fields) || fields[sep+1] != "cgroup" {
-			continue
-		}
-		if !containsWord(strings.ReplaceAll(fields[sep+3], ",", " "), ctrl) {
-			continue
-		}
-		sub, err := filepath.Rel(fields[3], rel)
-		if err != nil || strings.HasPrefix(sub, "..") {
-			continue
-		}
-		return fields[4], sub, nil
+	if mnt != "" {
+		return mnt, rel, nil
 	}
 	return "", "", fmt.Errorf("no mount of the cgroup v1 %s hierarchy", ctrl)
 }
