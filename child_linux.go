@@ -180,17 +180,28 @@ func outputPipe() (r, w *os.File, err error) {
 // the exec. The seals keep the script the shell reads the one that was
 // checked: nobody, the child included, can change it through /proc.
 func scriptFile(script string) (*os.File, error) {
-	fd, err := unix.MemfdCreate("bgexec-script", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_NOEXEC_SEAL)
+	return sealedMemfd("bgexec-script", []byte(script))
+}
+
+// sealedMemfd returns a close-on-exec memfd holding data, sealed against
+// any change and positioned at offset 0, so a child can read it from the
+// descriptor it inherits or open it anew through /dev/fd.
+func sealedMemfd(name string, data []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_NOEXEC_SEAL)
 	if err == unix.EINVAL {
 		// MFD_NOEXEC_SEAL is Linux 6.3; it only keeps the file from being
-		// executed, which sourcing does not need anyway.
-		fd, err = unix.MemfdCreate("bgexec-script", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+		// executed, which neither a script that is sourced nor a filter needs.
+		fd, err = unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	}
 	if err != nil {
 		return nil, os.NewSyscallError("memfd_create", err)
 	}
-	f := os.NewFile(uintptr(fd), "bgexec-script")
-	if _, err := f.WriteString(script); err != nil {
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
 		_ = f.Close()
 		return nil, err
 	}

@@ -207,25 +207,7 @@ func (p *sandboxPlan) mounts(cwd string, probe bool) []mountOp {
 // seccompFile returns a sealed memfd holding the filter, at offset 0,
 // close-on-exec (ExtraFiles hands it to bwrap, which reads and closes it).
 func seccompFile(prog []byte) (*os.File, error) {
-	fd, err := unix.MemfdCreate("bgexec-seccomp", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	if err != nil {
-		return nil, os.NewSyscallError("memfd_create", err)
-	}
-	f := os.NewFile(uintptr(fd), "bgexec-seccomp")
-	if _, err := f.Write(prog); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	if _, err := f.Seek(0, 0); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
-		_ = f.Close()
-		return nil, os.NewSyscallError("fcntl", err)
-	}
-	return f, nil
+	return sealedMemfd("bgexec-seccomp", prog)
 }
 
 // sandboxCommand turns spec into the bwrap command that runs it, with the
