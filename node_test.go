@@ -76,7 +76,7 @@ func TestNodeBackgroundSessions(t *testing.T) {
 		tag := newTag(t)
 		id := startBackground(t, sc, &ExecRequest{Command: "sleep 1000 & sleep 1000 & echo ready; wait", Env: map[string]string{tagEnv: tag}})
 		waitFor(t, sc, id, "^ready$")
-		require.Len(t, taggedProcesses(t, tag), 3, "the shell and its two children")
+		awaitTagged(t, tag, 3) // the shell and its two children
 		res := mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 		assert.Equal(t, "Killed session "+id+".", res.Text())
 		assert.Equal(t, ExitReasonKilled, res.Details.ExitReason)
@@ -169,7 +169,7 @@ func TestNodeConnectionLost(t *testing.T) {
 			id2 := startBackground(t, sc, &ExecRequest{Command: "echo ready; sleep 1000", Env: map[string]string{tagEnv: tag}})
 			waitFor(t, sc, id, "^ready$")
 			waitFor(t, sc, id2, "^ready$")
-			require.GreaterOrEqual(t, len(taggedProcesses(t, tag)), 2, "both shells run")
+			awaitTaggedAtLeast(t, tag, 2) // both shells run
 			if how == "the connection hangs" {
 				d.signalSessions(unix.SIGSTOP)
 			} else {
@@ -258,7 +258,7 @@ func TestNodeCloseEndsRemoteSessions(t *testing.T) {
 		id := startBackground(t, sc, &ExecRequest{Command: "trap '' TERM; sleep 1000 & echo ready; wait", Env: map[string]string{tagEnv: tag}})
 		waitFor(t, sc, id, "^ready$")
 	}
-	require.Len(t, taggedProcesses(t, tag), 6)
+	awaitTagged(t, tag, 6)
 	require.NoError(t, reg.Close(testCtx(t)))
 	noTagged(t, tag)
 }
@@ -327,7 +327,7 @@ func TestNodeLeftoversAreKept(t *testing.T) {
 	assert.Contains(t, res.Text(), "The shell exited with code 4; 1 process it started is still running (pid ")
 	assert.Contains(t, res.Text(), "sleep 1000")
 	id := res.Details.SessionID
-	require.Len(t, taggedProcesses(t, tag), 1)
+	awaitTagged(t, tag, 1)
 	res = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
 	assert.Equal(t, StatusRunning, res.Details.Status, res.Text())
 	res = mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
