@@ -137,6 +137,44 @@ func taggedProcesses(t *testing.T, tag string) []int {
 	return out
 }
 
+// awaitTagged waits, at most 30 s, until exactly n processes carry tag
+// and returns them. One look is not enough: a process in the middle of
+// an exec has no readable environ for a moment, and one that is ending
+// is not ours to wait on (it may have been reparented), so /proc is
+// looked at again until the deadline.
+func awaitTagged(t *testing.T, tag string, n int) []int {
+	t.Helper()
+	return awaitTaggedCount(t, tag, fmt.Sprint(n), func(seen int) bool { return seen == n })
+}
+
+// awaitTaggedAtLeast is awaitTagged for at least n processes.
+func awaitTaggedAtLeast(t *testing.T, tag string, n int) []int {
+	t.Helper()
+	return awaitTaggedCount(t, tag, fmt.Sprint("at least ", n), func(seen int) bool { return seen >= n })
+}
+
+// awaitNoTagged waits, at most 30 s, until no process carries tag.
+func awaitNoTagged(t *testing.T, tag string) {
+	t.Helper()
+	awaitTaggedCount(t, tag, "no", func(seen int) bool { return seen == 0 })
+}
+
+func awaitTaggedCount(t *testing.T, tag, want string, ok func(int) bool) []int {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		seen := taggedProcesses(t, tag)
+		if ok(len(seen)) {
+			return seen
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("want %s processes tagged %s, see %d: %v", want, tag, len(seen), seen)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // pidWatch follows one process through a pidfd opened while the process is
 // known to be alive, so a later check cannot be fooled by a reused pid.
 type pidWatch struct {

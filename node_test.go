@@ -81,7 +81,7 @@ func TestNodeBackgroundSessions(t *testing.T) {
 		assert.Equal(t, "Killed session "+id+".", res.Text())
 		assert.Equal(t, ExitReasonKilled, res.Details.ExitReason)
 		assert.Equal(t, "SIGTERM", res.Details.ExitSignal)
-		noTagged(t, tag)
+		awaitNoTagged(t, tag)
 	})
 	t.Run("kill escalates to SIGKILL after the grace period", func(t *testing.T) {
 		tag := newTag(t)
@@ -89,7 +89,7 @@ func TestNodeBackgroundSessions(t *testing.T) {
 		waitFor(t, sc, id, "^ready$")
 		res := mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 		assert.Equal(t, "SIGKILL", res.Details.ExitSignal, res.Text())
-		noTagged(t, tag)
+		awaitNoTagged(t, tag)
 	})
 	t.Run("the timeout ends a remote run", func(t *testing.T) {
 		tag := newTag(t)
@@ -97,7 +97,7 @@ func TestNodeBackgroundSessions(t *testing.T) {
 		assert.Equal(t, StatusFailed, res.Details.Status)
 		assert.Equal(t, ExitReasonTimeout, res.Details.ExitReason)
 		assert.Contains(t, res.Text(), "timed out")
-		noTagged(t, tag)
+		awaitNoTagged(t, tag)
 	})
 	t.Run("stdin pipe takes write and eof", func(t *testing.T) {
 		id := startBackground(t, sc, &ExecRequest{Command: "echo ready; cat; echo done", Stdin: "pipe"})
@@ -181,7 +181,7 @@ func TestNodeConnectionLost(t *testing.T) {
 			assert.Contains(t, res.Text(), "One attempt to kill it over a new connection worked")
 			assert.Equal(t, ExitReasonLost, res.Details.ExitReason)
 			assert.Equal(t, StatusFailed, res.Details.Status)
-			noTagged(t, tag)
+			awaitNoTagged(t, tag)
 
 			// The other session's end is an event that says the same.
 			select {
@@ -260,7 +260,7 @@ func TestNodeCloseEndsRemoteSessions(t *testing.T) {
 	}
 	awaitTagged(t, tag, 6)
 	require.NoError(t, reg.Close(testCtx(t)))
-	noTagged(t, tag)
+	awaitNoTagged(t, tag)
 }
 
 func TestNodeLimitsAndLongCommands(t *testing.T) {
@@ -332,13 +332,13 @@ func TestNodeLeftoversAreKept(t *testing.T) {
 	assert.Equal(t, StatusRunning, res.Details.Status, res.Text())
 	res = mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	assert.Equal(t, ExitReasonKilled, res.Details.ExitReason, res.Text())
-	noTagged(t, tag)
+	awaitNoTagged(t, tag)
 
 	t.Run("a job with its output redirected away ends with the shell", func(t *testing.T) {
 		tag := newTag(t)
 		res := mustExec(t, sc, &ExecRequest{Command: "sleep 1000 >/dev/null 2>&1 & echo started", Env: map[string]string{tagEnv: tag}})
 		assert.Equal(t, StatusCompleted, res.Details.Status, res.Text())
-		noTagged(t, tag)
+		awaitNoTagged(t, tag)
 	})
 }
 
@@ -414,7 +414,7 @@ func TestNodeCloseHonoursItsContextOnAHungNode(t *testing.T) {
 		for _, pid := range taggedProcesses(t, tag) {
 			_ = unix.Kill(pid, unix.SIGKILL)
 		}
-		noTagged(t, tag)
+		awaitNoTagged(t, tag)
 	})
 	id := startBackground(t, sc, &ExecRequest{Command: "echo ready; sleep 1000", Env: map[string]string{tagEnv: tag}})
 	waitFor(t, sc, id, "^ready$")

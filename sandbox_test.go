@@ -401,22 +401,6 @@ func awaitTexts(ctx context.Context, sc *Scope, id string, texts ...string) erro
 	}
 }
 
-// awaitNoTagged waits until no process carries tag.
-func awaitNoTagged(t *testing.T, tag string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		left := taggedProcesses(t, tag)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes outlived their session: %v", left)
-		}
-		time.Sleep(20 * time.Millisecond) // bounded by the deadline; processes leave no event to wait on
-	}
-}
-
 // escapers leaves a setsid'd, double-forked process and a plain
 // background one, then blocks.
 const escapers = `(setsid sh -c 'sleep 300 & echo escaper' &); sleep 301 & echo up; sleep 302`

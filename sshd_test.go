@@ -8,7 +8,6 @@ package bgexec
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -219,54 +218,4 @@ func nodeRegistry(t *testing.T, d *testSSHD, cfg Config, edit func(*Node)) *Regi
 	cfg.Host = "node"
 	cfg.Nodes = map[string]Node{"n1": n}
 	return newTestRegistry(t, cfg)
-}
-
-// noTagged waits, with a deadline, until no process carries tag.
-// awaitTagged waits, at most 20 s, until exactly n processes carry tag
-// and returns them. One look is not enough: a process in the middle of
-// an exec has no readable environ for a moment.
-func awaitTagged(t *testing.T, tag string, n int) []int {
-	t.Helper()
-	return awaitTaggedCount(t, tag, n, func(seen int) bool { return seen == n })
-}
-
-// awaitTaggedAtLeast is awaitTagged for at least n processes.
-func awaitTaggedAtLeast(t *testing.T, tag string, n int) []int {
-	t.Helper()
-	return awaitTaggedCount(t, tag, n, func(seen int) bool { return seen >= n })
-}
-
-func awaitTaggedCount(t *testing.T, tag string, n int, ok func(int) bool) []int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for {
-		seen := taggedProcesses(t, tag)
-		if ok(len(seen)) {
-			return seen
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("want %d processes tagged %s, see %d: %v", n, tag, len(seen), seen)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-func noTagged(t *testing.T, tag string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for {
-		left := taggedProcesses(t, tag)
-		if len(left) == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("processes tagged %s still run: %v", tag, left)
-		case <-time.After(50 * time.Millisecond):
-			// A reparented process is not ours to wait on: /proc is looked at again.
-		}
-	}
 }
