@@ -187,6 +187,56 @@ func TestTUITop(t *testing.T) {
 	awaitExitByCall(t, sc, id)
 }
 
+func TestTUIHtop(t *testing.T) {
+	t.Parallel()
+	needTool(t, "htop")
+	sc := newTestRegistry(t, Config{}).Scope("agent")
+	// htop saves its settings (the tree view, say) when it quits; a file
+	// of its own keeps them from the user's and from other runs.
+	id := startTUI(t, sc, "HTOPRC="+filepath.Join(t.TempDir(), "htoprc")+" htop -d 10")
+
+	meters := regexp.MustCompile(`Tasks: \d+.*\n.*Load average: [\d.]+ [\d.]+ [\d.]+`)
+	columns := regexp.MustCompile(`(?m)^\s*PID\S?\s*USER\s+.*Command$`) // \S: the sort arrow
+	keys := regexp.MustCompile(`(?m)^F1Help\s*F2Setup.*F10Quit$`)
+	frame := func(s string) bool {
+		return meters.MatchString(s) && columns.MatchString(s) && keys.MatchString(s)
+	}
+	first := screenWhere(t, sc, id, "htop's meters, columns and function keys", frame)
+	assert.Equal(t, 1, strings.Count(first.Text(), "Load average"), "one header:\n%s", first.Text())
+	lines := strings.Split(first.Text(), "\n")
+	assert.Len(t, lines, 30, "every row of the 120x30 terminal is in use")
+	assert.Regexp(t, keys, lines[len(lines)-1], "the function keys are on the last row")
+
+	// A later frame redraws in place.
+	agentProcess(t, sc, map[string]any{"action": "wait", "sessionId": id, "idleMs": 300, "timeout": 10000})
+	later := screenWhere(t, sc, id, "a later frame", frame)
+	assert.Equal(t, 1, strings.Count(later.Text(), "Load average"), later.Text())
+
+	// F5 switches to the tree view: the key's label changes in place.
+	pressKeys(t, sc, id, "F5")
+	screenShows(t, sc, id, `(?m)^F1Help.*F5List.*F10Quit$`)
+
+	// F4 filters the list down to htop's own row (in a sandbox, also its
+	// pid 1, bwrap, whose command line holds the filter's text).
+	pressKeys(t, sc, id, "F4")
+	literal(t, sc, id, "htop -d 10")
+	pressKeys(t, sc, id, "Enter")
+	own := regexp.MustCompile(`(?m)^\s*\d+\s+\S+\s+.*\bhtop -d 10\s*$`)
+	processRow := regexp.MustCompile(`^\s*\d+\s+\S+\s+-?\d+\s`)
+	filtered := screenWhere(t, sc, id, "only htop's own row", func(s string) bool {
+		for _, line := range strings.Split(s, "\n") {
+			if processRow.MatchString(line) && !own.MatchString(line) && !strings.Contains(line, "bwrap") {
+				return false
+			}
+		}
+		return own.MatchString(s)
+	})
+	assert.NotContains(t, filtered.Text(), "process_api", filtered.Text())
+
+	pressKeys(t, sc, id, "q")
+	awaitExitByCall(t, sc, id)
+}
+
 func TestTUIPythonREPL(t *testing.T) {
 	t.Parallel()
 	needTool(t, "python3")
