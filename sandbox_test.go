@@ -427,7 +427,7 @@ func TestSandboxNothingOutlivesTheSession(t *testing.T) {
 			}
 			id := startBackground(t, sc, req)
 			awaitLines(t, sc, id, "up", "escaper")
-			require.NotEmpty(t, taggedProcesses(t, tag))
+			awaitTaggedAtLeast(t, tag, 1)
 			switch end {
 			case "kill", "pty-kill":
 				mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
@@ -484,7 +484,7 @@ func TestSandboxDiesWithItsHost(t *testing.T) {
 	buf := make([]byte, 256)
 	n, _ := out.Read(buf) // the helper prints one line when ready, or why not
 	require.Equal(t, "ready\n", string(buf[:n]))
-	require.NotEmpty(t, taggedProcesses(t, tag))
+	awaitTaggedAtLeast(t, tag, 1)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait() // killed: the status is known
 	awaitNoTagged(t, tag)
