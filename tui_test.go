@@ -165,6 +165,20 @@ func TestTUILess(t *testing.T) {
 	awaitExitByCall(t, sc, id)
 }
 
+// framesInPlace reads a first screen where frame holds, waits for the
+// program to draw again and reads a later one. A program that redraws in
+// place shows its header (marked by header) once on each. It returns the
+// first screen.
+func framesInPlace(t *testing.T, sc *Scope, id, what string, frame func(string) bool, header string) *Result {
+	t.Helper()
+	first := screenWhere(t, sc, id, what, frame)
+	assert.Equal(t, 1, strings.Count(first.Text(), header), "one header:\n%s", first.Text())
+	agentProcess(t, sc, map[string]any{"action": "wait", "sessionId": id, "idleMs": 300, "timeout": 10000})
+	later := screenWhere(t, sc, id, "a later frame", frame)
+	assert.Equal(t, 1, strings.Count(later.Text(), header), "one header on a later frame:\n%s", later.Text())
+	return first
+}
+
 func TestTUITop(t *testing.T) {
 	t.Parallel()
 	needTool(t, "top")
@@ -175,13 +189,7 @@ func TestTUITop(t *testing.T) {
 	columns := regexp.MustCompile(`(?m)^\s*PID\s+USER\s+.*COMMAND$`)
 	row := regexp.MustCompile(`(?m)^\s*\d+\s+\S+\s+.*\btop\s*$`) // top's own process
 	frame := func(s string) bool { return header.MatchString(s) && columns.MatchString(s) && row.MatchString(s) }
-	first := screenWhere(t, sc, id, "top's header, columns and its own row", frame)
-	assert.Equal(t, 1, strings.Count(first.Text(), "load average"), "one header:\n%s", first.Text())
-
-	// A later frame redraws in place: the header is still on the first row.
-	agentProcess(t, sc, map[string]any{"action": "wait", "sessionId": id, "idleMs": 300, "timeout": 10000})
-	later := screenWhere(t, sc, id, "a later frame", frame)
-	assert.Equal(t, 1, strings.Count(later.Text(), "load average"), later.Text())
+	framesInPlace(t, sc, id, "top's header, columns and its own row", frame, "load average")
 
 	pressKeys(t, sc, id, "q")
 	awaitExitByCall(t, sc, id)
@@ -201,16 +209,10 @@ func TestTUIHtop(t *testing.T) {
 	frame := func(s string) bool {
 		return meters.MatchString(s) && columns.MatchString(s) && keys.MatchString(s)
 	}
-	first := screenWhere(t, sc, id, "htop's meters, columns and function keys", frame)
-	assert.Equal(t, 1, strings.Count(first.Text(), "Load average"), "one header:\n%s", first.Text())
+	first := framesInPlace(t, sc, id, "htop's meters, columns and function keys", frame, "Load average")
 	lines := strings.Split(first.Text(), "\n")
 	assert.Len(t, lines, 30, "every row of the 120x30 terminal is in use")
 	assert.Regexp(t, keys, lines[len(lines)-1], "the function keys are on the last row")
-
-	// A later frame redraws in place.
-	agentProcess(t, sc, map[string]any{"action": "wait", "sessionId": id, "idleMs": 300, "timeout": 10000})
-	later := screenWhere(t, sc, id, "a later frame", frame)
-	assert.Equal(t, 1, strings.Count(later.Text(), "Load average"), later.Text())
 
 	// F5 switches to the tree view: the key's label changes in place.
 	pressKeys(t, sc, id, "F5")
