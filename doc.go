@@ -116,7 +116,10 @@
 // end before a result carried its notice takes it over. A notice shown
 // once is never shown again, also when several calls of the scope return
 // at once. A call that fails with a Go error carries none; they wait for
-// the next result. Notices are kept in memory with their session and go
+// the next result. A result that reports a session running never carries
+// that session's own notice (it ended just after its status was taken,
+// say a background job that finished as its exec returned); that notice
+// comes with the next result. Notices are kept in memory with their session and go
 // when it is cleared, removed or reaped.
 //
 // The Notifier, if any, still receives every event, for user interfaces

@@ -46,11 +46,16 @@ func (r *Registry) dropNoticeLocked(s *session.Session) {
 // takeNotices returns the exit notice lines due in the scope's next
 // result and marks them shown. A session whose end a poll, wait or kill
 // reported meanwhile yields none: the choice between the two is the
-// session's, made under its lock.
-func (r *Registry) takeNotices(scope string) []string {
+// session's, made under its lock. The notice of the session named keep
+// stays for the result after this one.
+func (r *Registry) takeNotices(scope, keep string) []string {
 	r.mu.Lock()
 	list := r.notices[scope]
 	delete(r.notices, scope)
+	if i := slices.IndexFunc(list, func(s *session.Session) bool { return s.ID() == keep }); i >= 0 {
+		r.notices[scope] = []*session.Session{list[i]}
+		list = slices.Delete(list, i, i+1)
+	}
 	r.mu.Unlock()
 	var lines []string
 	for _, s := range list {
@@ -63,12 +68,19 @@ func (r *Registry) takeNotices(scope string) []string {
 
 // withNotices puts the scope's due exit notices before res's text, one
 // line each and a blank line. A nil res (the call could not be made)
-// carries none; they stay for the next result.
+// carries none; they stay for the next result. Nor does a result that
+// reports a session running carry that session's notice, which is there
+// when the session ended just after the result's status was taken: the
+// notice comes with the next result, so one result never says both.
 func (sc *Scope) withNotices(res *Result) *Result {
 	if res == nil || !sc.reg.cfg.notices {
 		return res
 	}
-	lines := sc.reg.takeNotices(sc.key)
+	keep := ""
+	if res.Details.Status == StatusRunning {
+		keep = res.Details.SessionID
+	}
+	lines := sc.reg.takeNotices(sc.key, keep)
 	if len(lines) == 0 {
 		return res
 	}

@@ -4,6 +4,7 @@ package bgexec
 
 import (
 	"context"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -91,6 +92,45 @@ func TestExitNoticesInResults(t *testing.T) {
 		res = mustProcess(t, sc, &ProcessRequest{Action: "list"})
 		assert.Empty(t, noticeLines(res), "nothing left to tell: %s", res.Text())
 		_ = quiet // a silent success is skipped like its event
+	})
+
+	t.Run("a result never carries the notice of the session it reports running", func(t *testing.T) {
+		t.Parallel()
+		reg := newTestRegistry(t, Config{ExitNoticesInResults: true})
+		// Each job prints a line and ends as soon as it is started, so its
+		// end is often recorded before its exec's result is put together.
+		reg.spawn = func(*spawnSpec) (*spawned, error) {
+			r, w := io.Pipe()
+			f := &fakeChild{out: w, exited: make(chan struct{})}
+			go func() {
+				_, _ = w.Write([]byte("job\n")) // until the session reads it
+				f.exit(0)
+			}()
+			return &spawned{child: f, outputs: []io.Reader{r}}, nil
+		}
+		sc := reg.Scope("a")
+		const jobs = 500
+		shown := map[string]int{}
+		note := func(res *Result) {
+			for _, l := range noticeLines(res) {
+				shown[l]++
+			}
+		}
+		for range jobs {
+			res := mustExec(t, sc, &ExecRequest{Command: "echo job", Background: true})
+			require.Equal(t, StatusRunning, res.Details.Status, res.Text())
+			id := res.Details.SessionID
+			for _, l := range noticeLines(res) {
+				require.NotContains(t, l, "("+id+",", "the result that reports %s running says it ended:\n%s", id, res.Text())
+			}
+			note(res)
+			require.NoError(t, awaitEnd(testCtx(t), sessionOf(reg, id)))
+		}
+		note(mustProcess(t, sc, &ProcessRequest{Action: "list"}))
+		assert.Len(t, shown, jobs, "every end is told")
+		for l, n := range shown {
+			assert.Equal(t, 1, n, "told once: %s", l)
+		}
 	})
 
 	t.Run("off by default", func(t *testing.T) {
