@@ -23,8 +23,9 @@ import (
 )
 
 // nodeTagKey is the environment entry that marks every process of a
-// remote session, so a kill after a lost connection never reaches a
-// process that merely got the same pid.
+// remote session, so no signal, alive check or kill after a lost
+// connection reaches a process that merely got the same pid or group id
+// (see oursScript).
 const nodeTagKey = "BGEXEC_SESSION"
 
 // maxInlineNodeCommand is the longest encoded command sent inside the
@@ -456,7 +457,7 @@ func (p *remoteProcess) SignalGroup(sig syscall.Signal) error {
 	if name == "" {
 		return fmt.Errorf("signal %d has no name", sig)
 	}
-	code, err := p.conn.control(signalScript(name, p.pid, p.unit))
+	code, err := p.conn.control(signalScript(name, p.pid, p.tag, p.unit))
 	if err == nil && code != 0 {
 		err = fmt.Errorf("kill exited with code %d", code)
 	}
@@ -502,7 +503,7 @@ func (p *remoteProcess) Release() error {
 	if lost != nil {
 		return nil // the session's end text says what is known
 	}
-	code, err := p.conn.control(aliveScript(p.pid, p.unit))
+	code, err := p.conn.control(aliveScript(p.pid, p.tag, p.unit))
 	switch {
 	case err != nil:
 		return fmt.Errorf("could not check process group %d on node %s: %w", p.pid, p.conn.node.name, err)
@@ -567,8 +568,9 @@ func (p *remoteProcess) Lingering(bool) []session.Lingering {
 	return out
 }
 
-// AwaitLingering blocks until nothing of the group is left on the node:
-// a command on a channel of its own waits there. A kill of the session
+// AwaitLingering blocks until nothing of the group is left on the node
+// (nothing that carries the session's tag: see oursScript): a command on
+// a channel of its own waits there. A kill of the session
 // ends the group, and so the wait. A dropped connection ends the session
 // as lost.
 func (p *remoteProcess) AwaitLingering() {
@@ -578,7 +580,7 @@ func (p *remoteProcess) AwaitLingering() {
 	}
 	defer s.Close()
 	g := strconv.Itoa(p.pid)
-	_ = s.Run("exec /bin/sh -c 'while kill -0 -- -" + g + " 2>/dev/null; do sleep 0.2; done'") // how it ended is looked at below
+	_ = s.Run("exec /bin/sh -c '" + oursScript(p.pid, p.tag) + "while kill -s 0 -- -" + g + " 2>/dev/null && ours; do sleep 0.2; done'") // how it ended is looked at below
 	if p.conn.isDead() {
 		lost := &lostError{text: p.killAfterLoss()}
 		p.mu.Lock()

@@ -356,42 +356,58 @@ func (c *nodeConn) run(cmd string, stdin []byte) (string, int, error) {
 	return out.String(), -1, err
 }
 
-// signalScript signals the process group pg and, when unit is not "",
-// the systemd scope; it exits 0 when the signal was sent or nothing of
-// the group is left, 1 when some of it is left and the signal failed.
-func signalScript(sig string, pg int, unit string) string {
+// oursScript defines ours, a shell function that succeeds when process
+// group pg is still the session's: its leader, while it lives, carries
+// the session's tag in its environment, or, once the leader is gone, one
+// of the group's members does. A group id is free for reuse once its
+// leader and members are gone, so a kill sent by group id alone can reach
+// an unrelated group that got the same id, on a busy node whose pids wrap
+// around. Members are found by a scan of /proc with shell builtins; only
+// they cost a grep. Every script here says `kill -s 0 -- -pg`, the form
+// both dash and bash accept (dash refuses `kill -0 -- -pg`).
+func oursScript(pg int, tag string) string {
 	g := strconv.Itoa(pg)
-	s := "kill -s " + sig + " -- -" + g + " 2>/dev/null || { kill -0 -- -" + g + " 2>/dev/null && exit 1; }"
+	kv := nodeTagKey + "=" + tag
+	return "ours() { e=$(tr \"\\000\" \"\\n\" </proc/" + g + "/environ 2>/dev/null);" +
+		" if [ -n \"$e\" ]; then printf \"%s\\n\" \"$e\" | grep -qx " + kv + "; return; fi;" +
+		" for d in /proc/[0-9]*; do read -r s <\"$d/stat\" 2>/dev/null || continue; s=${s##*)}; set -- $s;" +
+		" [ \"$3\" = " + g + " ] && grep -qaF " + kv + " \"$d/environ\" 2>/dev/null && return 0; done; return 1; }; "
+}
+
+// signalScript sends sig to process group pg (and the scope) when the
+// group is still the session's (oursScript). It exits 0 when the signal
+// was sent or nothing of the session is left, 1 when a kill failed.
+func signalScript(sig string, pg int, tag, unit string) string {
+	g := strconv.Itoa(pg)
+	s := oursScript(pg, tag) + "if ours; then kill -s " + sig + " -- -" + g + " 2>/dev/null || { kill -s 0 -- -" + g + " 2>/dev/null && exit 1; }; fi"
 	if unit != "" {
 		s += "; systemctl --user kill -s " + sig + " -- " + unit + ".scope >/dev/null 2>&1"
 	}
 	return s + "; exit 0"
 }
 
-// aliveScript exits 0 while a process of group pg (or the scope) is left.
-func aliveScript(pg int, unit string) string {
-	s := "kill -0 -- -" + strconv.Itoa(pg) + " 2>/dev/null && exit 0"
+// aliveScript exits 0 while a process of the session's group pg (or the
+// scope) is left.
+func aliveScript(pg int, tag, unit string) string {
+	s := oursScript(pg, tag) + "kill -s 0 -- -" + strconv.Itoa(pg) + " 2>/dev/null && ours && exit 0"
 	if unit != "" {
 		s += "; systemctl --user is-active --quiet -- " + unit + ".scope && exit 0"
 	}
 	return s + "; exit 1"
 }
 
-// killLostScript kills a lost session's group over a new connection. The
-// leader, while it lives, must still carry the session's tag in its
-// environment, so a reused pid is never killed; without the leader the
-// group id is reserved by its members, whom the kill reaches. Exit 0: it
-// is gone now; 1: some of it is left; 2: the pid belongs to another
-// process, which was left alone.
+// killLostScript kills a lost session's group over a new connection, when
+// the group is still the session's (oursScript), so a reused pid or group
+// id is never killed. Exit 0: it is gone now; 1: some of it is left; 2:
+// the pid or group belongs to other processes, which were left alone.
 func killLostScript(pg int, tag, unit string) string {
 	g := strconv.Itoa(pg)
-	s := "e=$(tr \"\\000\" \"\\n\" </proc/" + g + "/environ 2>/dev/null);" +
-		" if [ -n \"$e\" ] && ! printf \"%s\\n\" \"$e\" | grep -qx " + nodeTagKey + "=" + tag + "; then exit 2; fi;" +
-		" kill -s KILL -- -" + g + " 2>/dev/null;"
+	s := oursScript(pg, tag) +
+		"if kill -s 0 -- -" + g + " 2>/dev/null || [ -e /proc/" + g + " ]; then ours || exit 2; kill -s KILL -- -" + g + " 2>/dev/null; fi;"
 	if unit != "" {
 		s += " systemctl --user kill -s KILL -- " + unit + ".scope >/dev/null 2>&1;"
 	}
-	s += " i=0; while kill -0 -- -" + g + " 2>/dev/null; do i=$((i+1)); [ $i -gt 50 ] && exit 1; sleep 0.1; done; exit 0"
+	s += " i=0; while kill -s 0 -- -" + g + " 2>/dev/null && ours; do i=$((i+1)); [ $i -gt 50 ] && exit 1; sleep 0.1; done; exit 0"
 	return s
 }
 

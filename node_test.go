@@ -5,6 +5,7 @@ package bgexec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -399,6 +400,57 @@ func TestNodeKillAfterLossSparesOtherProcesses(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the tagged group was not killed")
 	}
+}
+
+// A group whose leader has exited keeps its id only while members are
+// left; once it is free, another group can get it. A session's signal, its
+// alive check and its kill after a loss go by group id, so each must first
+// find a member that carries the session's tag. The attacker here is a
+// group of another session (its leader gone, a member left) with the id a
+// stale session still holds; it must survive every script.
+func TestNodeSignalsSpareAGroupThatReusedTheID(t *testing.T) {
+	t.Parallel()
+	const tag = "0123456789abcdef"
+	orphanGroup := func(env []string) (pgid, member int) {
+		t.Helper()
+		c := exec.Command("/bin/sh", "-c", "sleep 1000 >/dev/null 2>&1 & echo $!")
+		c.Env = env
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		out, err := c.Output() // the leader exits; its sleep stays in the group
+		require.NoError(t, err)
+		member, err = strconv.Atoi(strings.TrimSpace(string(out)))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = syscall.Kill(member, syscall.SIGKILL) })
+		return c.Process.Pid, member
+	}
+	run := func(script string) int {
+		err := exec.Command("/bin/sh", "-c", script).Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		require.NoError(t, err)
+		return 0
+	}
+	alive := func(pid int) bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return err == nil && !strings.Contains(string(b), ") Z ")
+	}
+
+	g, member := orphanGroup(os.Environ())
+	assert.Equal(t, 0, run(signalScript("KILL", g, tag, "")), "nothing of the session is left")
+	assert.Equal(t, 1, run(aliveScript(g, tag, "")), "the other group is not the session's")
+	assert.Equal(t, 2, run(killLostScript(g, tag, "")))
+	assert.True(t, alive(member), "the other session's process must still run")
+
+	g, member = orphanGroup(append(os.Environ(), nodeTagKey+"="+tag))
+	assert.Equal(t, 0, run(aliveScript(g, tag, "")), "the session's member is found without its leader")
+	assert.Equal(t, 0, run(signalScript("KILL", g, tag, "")))
+	deadline := time.Now().Add(20 * time.Second)
+	for alive(member) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // bounded; a killed orphan is reaped by init, not by us
+	}
+	assert.False(t, alive(member), "the session's own member is killed")
 }
 
 func TestNodeCloseHonoursItsContextOnAHungNode(t *testing.T) {
