@@ -376,16 +376,7 @@ func TestNodeKillAfterLossSparesOtherProcesses(t *testing.T) {
 	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, other.Start())
 	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
-	code := func(script string) int {
-		err := exec.Command("/bin/sh", "-c", script).Run()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		require.NoError(t, err)
-		return 0
-	}
-	assert.Equal(t, 2, code(killLostScript(other.Process.Pid, "0123456789abcdef", "")))
+	assert.Equal(t, 2, shExitCode(t, killLostScript(other.Process.Pid, "0123456789abcdef", "")))
 	assert.NoError(t, other.Process.Signal(syscall.Signal(0)), "the unrelated process must still run")
 
 	tagged := exec.Command("sleep", "1000")
@@ -394,7 +385,7 @@ func TestNodeKillAfterLossSparesOtherProcesses(t *testing.T) {
 	require.NoError(t, tagged.Start())
 	done := make(chan struct{})
 	go func() { _ = tagged.Wait(); close(done) }()
-	assert.Equal(t, 0, code(killLostScript(tagged.Process.Pid, "0123456789abcdef", "")))
+	assert.Equal(t, 0, shExitCode(t, killLostScript(tagged.Process.Pid, "0123456789abcdef", "")))
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
@@ -423,34 +414,34 @@ func TestNodeSignalsSpareAGroupThatReusedTheID(t *testing.T) {
 		t.Cleanup(func() { _ = syscall.Kill(member, syscall.SIGKILL) })
 		return c.Process.Pid, member
 	}
-	run := func(script string) int {
-		err := exec.Command("/bin/sh", "-c", script).Run()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		require.NoError(t, err)
-		return 0
-	}
 	alive := func(pid int) bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		return err == nil && !strings.Contains(string(b), ") Z ")
 	}
 
 	g, member := orphanGroup(os.Environ())
-	assert.Equal(t, 0, run(signalScript("KILL", g, tag, "")), "nothing of the session is left")
-	assert.Equal(t, 1, run(aliveScript(g, tag, "")), "the other group is not the session's")
-	assert.Equal(t, 2, run(killLostScript(g, tag, "")))
+	assert.Equal(t, 0, shExitCode(t, signalScript("KILL", g, tag, "")), "nothing of the session is left")
+	assert.Equal(t, 1, shExitCode(t, aliveScript(g, tag, "")), "the other group is not the session's")
+	assert.Equal(t, 2, shExitCode(t, killLostScript(g, tag, "")))
 	assert.True(t, alive(member), "the other session's process must still run")
 
 	g, member = orphanGroup(append(os.Environ(), nodeTagKey+"="+tag))
-	assert.Equal(t, 0, run(aliveScript(g, tag, "")), "the session's member is found without its leader")
-	assert.Equal(t, 0, run(signalScript("KILL", g, tag, "")))
-	deadline := time.Now().Add(20 * time.Second)
-	for alive(member) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // bounded; a killed orphan is reaped by init, not by us
+	assert.Equal(t, 0, shExitCode(t, aliveScript(g, tag, "")), "the session's member is found without its leader")
+	assert.Equal(t, 0, shExitCode(t, signalScript("KILL", g, tag, "")))
+	assert.True(t, pidGone(t, member), "the session's own member is killed")
+}
+
+// shExitCode runs script with /bin/sh on this machine (the test node) and
+// returns its exit code.
+func shExitCode(t *testing.T, script string) int {
+	t.Helper()
+	err := exec.Command("/bin/sh", "-c", script).Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
 	}
-	assert.False(t, alive(member), "the session's own member is killed")
+	require.NoError(t, err)
+	return 0
 }
 
 func TestNodeCloseHonoursItsContextOnAHungNode(t *testing.T) {
