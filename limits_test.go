@@ -123,8 +123,10 @@ func TestLimitsForkBombStaysInItsSession(t *testing.T) {
 	reg := limitedRegistry(t, Config{Limits: Limits{Tasks: 64, CPU: 0.5}})
 	bombScope := reg.Scope("agent:bomb")
 	// Each shell forks two copies of itself until fork fails, which the
-	// shells report on stderr.
-	bomb := `b() { b & b & wait; }; b`
+	// shells report on stderr. dash exits when a fork fails, so the bomb
+	// may burn out; the sleep, started before it, keeps the session
+	// running until the kill below.
+	bomb := `sleep 600 & (b() { b & b & wait; }; b); wait`
 	res := mustExec(t, bombScope, &ExecRequest{Command: bomb, Background: true})
 	id := res.Details.SessionID
 	w := mustProcess(t, bombScope, &ProcessRequest{Action: "wait", SessionID: id, Pattern: "fork|Resource temporarily unavailable", Timeout: ptr(Number(60000))})

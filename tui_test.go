@@ -200,8 +200,10 @@ func TestTUIHtop(t *testing.T) {
 	needTool(t, "htop")
 	sc := newTestRegistry(t, Config{}).Scope("agent")
 	// htop saves its settings (the tree view, say) when it quits; a file
-	// of its own keeps them from the user's and from other runs.
-	id := startTUI(t, sc, "HTOPRC="+filepath.Join(t.TempDir(), "htoprc")+" htop -d 10")
+	// of its own keeps them from the user's and from other runs. exec
+	// replaces the shell, whose command line would also match the filter
+	// below (dash, unlike bash, does not exec a last simple command).
+	id := startTUI(t, sc, "HTOPRC="+filepath.Join(t.TempDir(), "htoprc")+" exec htop -d 10")
 
 	meters := regexp.MustCompile(`Tasks: \d+.*\n.*Load average: [\d.]+ [\d.]+ [\d.]+`)
 	columns := regexp.MustCompile(`(?m)^\s*PID\S?\s*USER\s+.*Command$`) // \S: the sort arrow
