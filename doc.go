@@ -188,7 +188,8 @@
 // closed at spawn (the child reads EOF) unless stdin:"pipe" is passed.
 // PTY sessions (pty:true) run under a 120×30 terminal with TERM from the
 // environment or xterm-256color, one merged stream, and an always writable
-// terminal. A terminal emulator keeps the session's screen (see Terminal
+// terminal. They do not inherit COLUMNS and LINES, which would override the
+// terminal's size (a per-call env may set them). A terminal emulator keeps the session's screen (see Terminal
 // screens); it answers the program's queries, cursor-position ones with
 // the real cursor. The cursor-key mode is tracked from the output for
 // send-keys. A write to a terminal in canonical mode is cut by the kernel

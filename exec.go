@@ -176,7 +176,11 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		spec.node, spec.command, spec.nodeDir = node, req.Command, cwd
 		spec.nodeEnv = nodeEnv(req.Env, extra)
 	} else {
-		spec.env = sc.reg.env.Merge(os.Environ(), req.Env, extra...)
+		inherited := os.Environ()
+		if req.PTY {
+			inherited = withoutSizeVars(inherited)
+		}
+		spec.env = sc.reg.env.Merge(inherited, req.Env, extra...)
 	}
 	hint := ""
 	if p := st.sandbox; p != nil && !req.Elevated && node == nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/bgexec/bgexec/internal/session"
 )
@@ -15,6 +16,21 @@ const (
 	DefaultPTYRows = 30
 	DefaultTERM    = "xterm-256color"
 )
+
+// withoutSizeVars drops COLUMNS and LINES from an inherited environment:
+// in a PTY session they would override the terminal's own size (programs
+// prefer them to the size the terminal reports), and the host's values
+// describe the host's terminal, not the session's. A per-call env may
+// still set them.
+func withoutSizeVars(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, e := range environ {
+		if !strings.HasPrefix(e, "COLUMNS=") && !strings.HasPrefix(e, "LINES=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
 // Terminal size bounds for resize.
 const (

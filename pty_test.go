@@ -108,6 +108,20 @@ func TestPTYTerminal(t *testing.T) {
 		assert.Equal(t, "not a tty\n[]", res.Text())
 	})
 
+	t.Run("the host's COLUMNS and LINES do not reach a PTY child", func(t *testing.T) {
+		t.Setenv("COLUMNS", "80")
+		t.Setenv("LINES", "24")
+		const sizes = `printf '%s %s\n' "${COLUMNS-unset}" "${LINES-unset}"; python3 -c 'import shutil; print(*shutil.get_terminal_size())'`
+		needTool(t, "python3")
+		res := mustExec(t, sc, &ExecRequest{Command: sizes, PTY: true})
+		// python3 takes COLUMNS and LINES over the terminal's size.
+		assert.Equal(t, []string{"unset unset", "120 30"}, ptyLines(res.Text()))
+		res = mustExec(t, sc, &ExecRequest{Command: sizes, PTY: true, Env: map[string]string{"COLUMNS": "100"}})
+		assert.Equal(t, []string{"100 unset", "100 30"}, ptyLines(res.Text()), "a per-call env may set them")
+		res = mustExec(t, sc, &ExecRequest{Command: `printf '%s %s\n' "${COLUMNS-unset}" "${LINES-unset}"`})
+		assert.Equal(t, "80 24", res.Text(), "a pipe child inherits them")
+	})
+
 	t.Run("stdout and stderr are one stream in order", func(t *testing.T) {
 		res := mustExec(t, sc, &ExecRequest{Command: "echo one; echo two >&2; echo three", PTY: true})
 		assert.Equal(t, []string{"one", "two", "three"}, ptyLines(res.Text()))
