@@ -33,6 +33,17 @@ func TestKillWarnsAboutEscapersWithoutCgroups(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); pidGone(t, pid) })
 	waitFor(t, sc, id, "ready")
+	// The escaper has left the group once it runs sleep in a session of
+	// its own; on a loaded machine that may come after the helper's ready.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if ps, ok := readPS(pid); ok && ps.sid == pid && strings.TrimSpace(string(comm)) == "sleep" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "pid %d never ran sleep in a session of its own", pid)
+		time.Sleep(10 * time.Millisecond) // a process's exec gives this one no event to wait on
+	}
 
 	kill := mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	assert.Regexp(t, regexp.MustCompile(`^Killed session `+id+`\.\nWarning: 1 process of the session may have escaped the kill \(it left the process group\): pid `+strconv.Itoa(pid)+` \(sleep\)\.$`), kill.Text())

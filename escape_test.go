@@ -142,7 +142,7 @@ func runEscapers(t *testing.T, c Containment) []escaperResult {
 		for _, pty := range []bool{false, true} {
 			req := &ExecRequest{Command: escaperScript(), PTY: pty, Stdin: "pipe", Env: map[string]string{tagEnv: tag}}
 			if way == endTimeout {
-				req.Timeout = ptr(6.0) // long enough for the escapers to report under load
+				req.Timeout = ptr(12.0) // long enough for the escapers to report under load
 			}
 			id := startBackground(t, sc, req)
 			runs = append(runs, &run{escaperResult: escaperResult{way: way, pty: pty, survived: map[string]bool{}}, id: id, s: sessionOf(reg, id), watches: map[string]*pidWatch{}})

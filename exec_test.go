@@ -173,7 +173,7 @@ func TestExecBackground(t *testing.T) {
 	})
 
 	t.Run("the yield window moves a long run to the background with its tail", func(t *testing.T) {
-		res := mustExec(t, sc, &ExecRequest{Command: "echo started; " + helper("hang"), YieldMs: ptr(300.0)})
+		res := mustExec(t, sc, &ExecRequest{Command: "echo started; " + helper("hang"), YieldMs: ptr(2000.0)})
 		require.Equal(t, StatusRunning, res.Details.Status)
 		assert.Contains(t, res.Details.Tail, "started")
 		id := res.Details.SessionID
@@ -236,13 +236,13 @@ func TestExecTimeout(t *testing.T) {
 
 	t.Run("a foreground timeout kills the group and says so", func(t *testing.T) {
 		skipInSandboxSuite(t, "the test reads pids the command printed, which are those of its pid namespace")
-		res := mustExec(t, sc, &ExecRequest{Command: helper("grandchild"), Timeout: ptr(4.5)})
+		res := mustExec(t, sc, &ExecRequest{Command: helper("grandchild"), Timeout: ptr(9.5)})
 		d := res.Details
 		assert.Equal(t, StatusFailed, d.Status)
 		assert.Equal(t, ExitReasonTimeout, d.ExitReason)
 		require.NotNil(t, d.TimedOut)
 		assert.True(t, *d.TimedOut)
-		assert.Contains(t, res.Text(), "Command timed out after 4.5 seconds. If this command is expected to take longer, re-run with a higher timeout (e.g., exec timeout=300).")
+		assert.Contains(t, res.Text(), "Command timed out after 9.5 seconds. If this command is expected to take longer, re-run with a higher timeout (e.g., exec timeout=300).")
 		var pid int
 		for _, l := range strings.Split(d.Aggregated, "\n") {
 			if v, ok := strings.CutPrefix(l, "grandchild "); ok {

@@ -47,9 +47,12 @@ func TestPTYLineEndsAreLF(t *testing.T) {
 	})
 
 	t.Run("a CRLF split between two writes is one line end", func(t *testing.T) {
-		id := startPTY(t, sc, `stty -onlcr; printf 'x\r'; sleep 0.3; printf '\ny\n'; sleep 30`)
+		// The LF is printed only after the poll saw the CR: the line
+		// written then releases the read (not echoed, with -echo).
+		id := startPTY(t, sc, `stty -onlcr -echo; printf 'x\r'; read _; printf '\ny\n'; sleep 30`)
 		first := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(10000))})
 		require.Equal(t, "x\n\nProcess still running.", first.Text(), "the CR is not held back")
+		mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "\n"})
 		waitFor(t, sc, id, `^y$`)
 		log := mustProcess(t, sc, &ProcessRequest{Action: "log", SessionID: id, Offset: ptr(0)})
 		assert.Equal(t, "x\ny", log.Text(), "no empty line between x and y")

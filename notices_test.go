@@ -212,6 +212,8 @@ func TestMaxCallWait(t *testing.T) {
 	})
 
 	t.Run("calls within the cap are unchanged", func(t *testing.T) {
+		// A cap of its own, long enough for a loaded machine to run echo.
+		sc := newTestRegistry(t, Config{MaxCallWaitMs: 20000}).Scope("a")
 		res := mustExec(t, sc, &ExecRequest{Command: "echo quick", YieldMs: ptr(120000.0)})
 		assert.Equal(t, "quick", res.Text())
 		id := startBackground(t, sc, &ExecRequest{Command: "exec sleep 300"})

@@ -69,7 +69,7 @@ func TestCloseWhileExecCallsSpawn(t *testing.T) {
 
 func TestCloseGivesTheGracePeriod(t *testing.T) {
 	t.Parallel()
-	reg, err := NewRegistry(sandboxed(Config{YieldMs: MaxYieldMs, KillGrace: 2 * time.Second}))
+	reg, err := NewRegistry(sandboxed(Config{YieldMs: MaxYieldMs, KillGrace: 5 * time.Second}))
 	require.NoError(t, err)
 	sc := reg.Scope("a")
 	var ss []*session.Session

@@ -25,7 +25,7 @@ func TestRunningTextShowsTheOutputSoFar(t *testing.T) {
 	})
 
 	t.Run("the tail follows, without its trailing line ends", func(t *testing.T) {
-		res := mustExec(t, sc, &ExecRequest{Command: `printf 'started\nstep 1\n\n\n'; sleep 30`, YieldMs: ptr(1000.0)})
+		res := mustExec(t, sc, &ExecRequest{Command: `printf 'started\nstep 1\n\n\n'; sleep 30`, YieldMs: ptr(3000.0)})
 		require.Equal(t, StatusRunning, res.Details.Status)
 		assert.Equal(t, "started\nstep 1\n\n\n", res.Details.Tail)
 		assert.Equal(t, running(res.Details)+"\n\nOutput so far:\nstarted\nstep 1", res.Text())
@@ -33,7 +33,7 @@ func TestRunningTextShowsTheOutputSoFar(t *testing.T) {
 	})
 
 	t.Run("only the last 2000 characters, as in details.tail", func(t *testing.T) {
-		res := mustExec(t, sc, &ExecRequest{Command: `head -c 5000 /dev/zero | tr '\0' x; echo; echo end; sleep 30`, YieldMs: ptr(1000.0)})
+		res := mustExec(t, sc, &ExecRequest{Command: `head -c 5000 /dev/zero | tr '\0' x; echo; echo end; sleep 30`, YieldMs: ptr(3000.0)})
 		require.Equal(t, StatusRunning, res.Details.Status)
 		tail := res.Details.Tail
 		assert.Len(t, tail, tailChars)

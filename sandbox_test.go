@@ -423,7 +423,7 @@ func TestSandboxNothingOutlivesTheSession(t *testing.T) {
 			sc := reg.Scope("a")
 			req := &ExecRequest{Command: escapers, Env: map[string]string{tagEnv: tag}, PTY: end == "pty-kill"}
 			if end == "timeout" {
-				req.Timeout = ptr(3.0)
+				req.Timeout = ptr(10.0) // long enough for both lines under load
 			}
 			id := startBackground(t, sc, req)
 			awaitLines(t, sc, id, "up", "escaper")

@@ -40,7 +40,9 @@ func agentProcess(t *testing.T, sc *Scope, args map[string]any) *Result {
 // startTUI starts command under a PTY in the background through Call.
 func startTUI(t *testing.T, sc *Scope, command string) string {
 	t.Helper()
-	res := callTool(t, sc, ToolExec, map[string]any{"command": command, "pty": true, "background": true})
+	// The programs' looks must not depend on the terminal the tests run
+	// in: TERM and less's options would otherwise come from there.
+	res := callTool(t, sc, ToolExec, map[string]any{"command": "unset LESS; " + command, "pty": true, "background": true, "env": map[string]any{"TERM": DefaultTERM}})
 	require.Equal(t, StatusRunning, res.Details.Status, res.Text())
 	id := res.Details.SessionID
 	t.Cleanup(func() {
@@ -183,7 +185,9 @@ func TestTUITop(t *testing.T) {
 	t.Parallel()
 	needTool(t, "top")
 	sc := newTestRegistry(t, Config{}).Scope("agent")
-	id := startTUI(t, sc, "top -d 1")
+	// -p: only top's own row (exec makes $$ top's pid), which a busy
+	// machine's processes could otherwise push below the screen's end.
+	id := startTUI(t, sc, "exec top -d 1 -p $$")
 
 	header := regexp.MustCompile(`^top - \d+:\d+:\d+ up .*load average`)
 	columns := regexp.MustCompile(`(?m)^\s*PID\s+USER\s+.*COMMAND$`)
