@@ -475,6 +475,16 @@
 //   - /run is hidden by default without network: a read-only bind does
 //     not stop connect(2) on a service socket, and the command has the
 //     caller's uid.
+//   - /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus and /proc/fs
+//     are bound read-only over the fresh /proc. On a root host the
+//     command's uid is the host's root, and that, not a capability, is all
+//     the kernel checks before a write there (kernel.core_pattern names a
+//     program it runs as root at the next crash; sysrq-trigger reboots).
+//   - A root host's commands can read what root can read of the bound
+//     file system (/etc/shadow, host keys under /etc/ssh): the uid is
+//     unchanged and the root (or, with MinimalRoot, /etc) is bound. Hide
+//     such directories with Sandbox.HidePaths, or run the host as an
+//     unprivileged user.
 //   - Seccomp: the filter is built with github.com/elastic/go-seccomp-bpf
 //     (a maintained pure-Go assembler, no cgo or libseccomp) and handed to
 //     bwrap as a sealed memfd (--seccomp), which bwrap reads and closes.

@@ -148,7 +148,11 @@ func (p *sandboxPlan) argv(cwd string, seccompFD int, pty, probe bool) []string 
 	} else {
 		a = append(a, "--ro-bind", "/", "/")
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	a = append(a, "--proc", "/proc")
+	for _, d := range procReadOnly {
+		a = append(a, "--ro-bind-try", d, d)
+	}
+	a = append(a, "--dev", "/dev", "--tmpfs", "/tmp")
 	for _, op := range p.mounts(cwd, probe) {
 		switch op.kind {
 		case mountHide:
@@ -164,6 +168,16 @@ func (p *sandboxPlan) argv(cwd string, seccompFD int, pty, probe bool) []string 
 	}
 	return append(a, "--chdir", cwd, "--seccomp", strconv.Itoa(seccompFD), "--")
 }
+
+// procReadOnly are the files under /proc whose writes change the whole
+// machine, bound read-only over the sandbox's fresh /proc. bwrap covers
+// them itself only where its setup finds them writable, which a root
+// host's user namespace does not (the kernel allows the later writes all
+// the same, since it checks the uid, host root, and not capabilities).
+// kernel.core_pattern names a program the kernel runs as root at the next
+// crash; sysrq-trigger can reboot the machine. The network settings under
+// /proc/sys/net stay those of the sandbox's own network namespace.
+var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}
 
 // mounts orders the configured paths and the working directory by depth,
 // parents first, so a path below a hidden one (or below /tmp) is bound

@@ -694,3 +694,38 @@ func sortedByDepthStable(ops []mountOp) []mountOp {
 	}
 	return ops
 }
+
+// A root host's sandbox runs as the host's uid 0, which is all the kernel
+// checks before a write to a kernel setting: kernel.core_pattern names a
+// program the kernel runs as root at the next crash, and sysrq-trigger
+// reboots the machine. Inside, those files are read-only.
+func TestSandboxKernelSettingsAreReadOnly(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("the attack needs a root host; an unprivileged host cannot write these files anyway")
+	}
+	const probe = `for f in /proc/sys/kernel/core_pattern /proc/sys/kernel/panic /proc/sys/vm/overcommit_memory /proc/sysrq-trigger; do if [ -w "$f" ]; then echo "$f writable"; else echo "$f read-only"; fi; done`
+	// The control: on this machine, as root, the settings are writable
+	// (sysrq-trigger may not be, where the machine is itself a container).
+	gw := mustExec(t, newGatewayRegistry(t, Config{}).Scope("a"), &ExecRequest{Command: probe})
+	require.Contains(t, gw.Text(), "/proc/sys/kernel/core_pattern writable", gw.Text())
+
+	sc := newSandboxRegistry(t, Config{}, Sandbox{}).Scope("a")
+	res := mustExec(t, sc, &ExecRequest{Command: probe})
+	for _, f := range []string{"/proc/sys/kernel/core_pattern", "/proc/sys/kernel/panic", "/proc/sys/vm/overcommit_memory", "/proc/sysrq-trigger"} {
+		assert.Contains(t, res.Text(), f+" read-only", res.Text())
+	}
+	// The write itself (the setting's own value, so a failure of the
+	// defence changes nothing) is refused.
+	before, err := os.ReadFile("/proc/sys/kernel/core_pattern")
+	require.NoError(t, err)
+	res = mustExec(t, sc, &ExecRequest{Command: `v=$(cat /proc/sys/kernel/core_pattern) && printf '%s\n' "$v" > /proc/sys/kernel/core_pattern 2>&1 && echo wrote`})
+	assert.Contains(t, res.Text(), "Read-only file system", res.Text())
+	assert.NotContains(t, res.Text(), "wrote", res.Text())
+	after, err := os.ReadFile("/proc/sys/kernel/core_pattern")
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after))
+	// The sandbox's own network settings are still readable.
+	res = mustExec(t, sc, &ExecRequest{Command: "cat /proc/sys/net/ipv4/ip_forward"})
+	assert.Regexp(t, `^[01]$`, res.Text())
+}
