@@ -211,6 +211,18 @@ func TestMaxCallWait(t *testing.T) {
 		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	})
 
+	t.Run("a screen whose output never settles returns at the cap and says so", func(t *testing.T) {
+		id := startBackground(t, sc, &ExecRequest{Command: "while :; do echo tick; sleep 0.05; done", PTY: true})
+		waitFor(t, sc, id, "tick")
+		res := mustProcess(t, sc, &ProcessRequest{Action: "screen", SessionID: id, IdleMs: ptr(2000.0), Timeout: ptr(Number(20000))})
+		assert.Contains(t, res.Text(), "tick")
+		assert.True(t, strings.HasSuffix(res.Text(), "\n\nThis call returned at the server's limit of 300 ms per call (timeout asked for 20000 ms); call screen again to keep waiting for quiet."), res.Text())
+		// A screen that needs no quiet wait says nothing of the cap.
+		res = mustProcess(t, sc, &ProcessRequest{Action: "screen", SessionID: id})
+		assert.NotContains(t, res.Text(), "server's limit")
+		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	})
+
 	t.Run("calls within the cap are unchanged", func(t *testing.T) {
 		// A cap of its own, long enough for a loaded machine to run echo.
 		sc := newTestRegistry(t, Config{MaxCallWaitMs: 20000}).Scope("a")

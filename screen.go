@@ -67,8 +67,9 @@ func (sc *Scope) screen(ctx context.Context, s *session.Session, req *ProcessReq
 	}
 	// A host's per-call limit bounds the quiet wait too; the screen is
 	// shown as it is then.
-	bound, _ = sc.reg.cfg.capWait(bound)
-	scr, sn, ok := s.Screen(ctx, idle, bound)
+	asked := bound
+	bound, capped := sc.reg.cfg.capWait(bound)
+	scr, sn, quiet, ok := s.Screen(ctx, idle, bound)
 	if !ok {
 		return failure("Session " + s.ID() + " has no terminal; use poll or log."), nil
 	}
@@ -80,5 +81,10 @@ func (sc *Scope) screen(ctx context.Context, s *session.Session, req *ProcessReq
 	if sn.Ended {
 		exitDetails(&d, &sn.Exit)
 	}
-	return textResult(scr.Text, d), nil
+	text := scr.Text
+	if capped && !quiet && !sn.Ended && ctx.Err() == nil {
+		// The output had not settled when the cap ended the quiet wait.
+		text += "\n\n" + sc.reg.cfg.cappedNote("timeout", asked, "call screen again to keep waiting for quiet.")
+	}
+	return textResult(text, d), nil
 }

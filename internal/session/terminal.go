@@ -236,19 +236,20 @@ func (t *terminal) close() {
 
 // Screen renders a PTY session's screen. With idle > 0 it first waits
 // until no output has arrived for idle (counted from the last output, or
-// the start), the session ends, d passes or ctx ends. It reports false for
-// a pipe session, which has no screen.
-func (s *Session) Screen(ctx context.Context, idle, d time.Duration) (Screen, Snapshot, bool) {
+// the start), the session ends, d passes or ctx ends; quiet says whether
+// the output went quiet (true without idle). ok is false for a pipe
+// session, which has no screen.
+func (s *Session) Screen(ctx context.Context, idle, d time.Duration) (scr Screen, sn Snapshot, quiet, ok bool) {
 	if s.term == nil {
-		return Screen{}, Snapshot{}, false
+		return Screen{}, Snapshot{}, false, false
 	}
+	quiet = true
 	if idle > 0 {
 		s.mu.Lock()
-		s.waitQuietLocked(ctx, time.Now().Add(d), idle, false) // a screen does not report the end
+		quiet = s.waitQuietLocked(ctx, time.Now().Add(d), idle, false) // a screen does not report the end
 		s.mu.Unlock()
 	}
-	sc := s.term.screen()
-	return sc, s.Snapshot(0), true
+	return s.term.screen(), s.Snapshot(0), quiet, true
 }
 
 // ResizeRemote resizes a PTY session whose terminal is elsewhere (a node's,
