@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,10 +97,19 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		return execFailure(msg), nil
 	}
 	timeout, msg := resolveTimeout(req.Timeout, st.timeout)
+	var capWarning string
+	if v := req.Timeout; msg != "" && st.maxTimeout > 0 && v != nil && *v > maxTimeoutSec && !math.IsInf(*v, 1) {
+		// Past the largest timeout, but the host's cap is lower still:
+		// capped like any other long timeout.
+		timeout, msg = st.maxTimeout, ""
+		capWarning = fmt.Sprintf("Warning: the timeout is capped at %s seconds by the host (requested: %s seconds).", formatSeconds(st.maxTimeout), strconv.FormatFloat(*v, 'f', -1, 64))
+	}
 	if msg != "" {
 		return execFailure(msg), nil
 	}
-	timeout, capWarning := capTimeout(timeout, st.maxTimeout, req.Timeout)
+	if capWarning == "" {
+		timeout, capWarning = capTimeout(timeout, st.maxTimeout, req.Timeout)
+	}
 	stdinPipe := false
 	switch strings.ToLower(strings.TrimSpace(req.Stdin)) {
 	case "", "closed":

@@ -114,6 +114,8 @@ func TestQuotasTimeoutCap(t *testing.T) {
 		{ptr(0.0), "Warning: the timeout is capped at 1 seconds by the host (requested: no timeout).\n\n"},
 		{ptr(-5.0), "Warning: the timeout is capped at 1 seconds by the host (requested: no timeout).\n\n"},
 		{ptr(100.0), "Warning: the timeout is capped at 1 seconds by the host (requested: 100 seconds).\n\n"},
+		// Past the largest timeout (30 days), which a cap makes moot.
+		{ptr(1e9), "Warning: the timeout is capped at 1 seconds by the host (requested: 1000000000 seconds).\n\n"},
 		{nil, ""}, // the configured "none" is capped without a warning
 	} {
 		name := "default"
