@@ -551,11 +551,13 @@
 // output), and execs the shell, so the shell keeps the pid the SSH server
 // made a session leader. Kill, timeout and Close signal that process group
 // with kill(1) through a control shell kept open on the connection (one
-// channel, not one login per signal); the session's end checks that
-// nothing of the group is left, and kill says so if something is. When
-// `systemd-run --user --scope` works on the node (probed once per
-// connection), the shell runs in a transient scope that is signalled too,
-// so setsid escapers end as well. Exit codes and signal names are the
+// channel, not one login per signal), and every process on the node whose
+// environment carries the session's tag, so processes that left the group
+// (setsid, a double fork) end too; only one that cleared its environment
+// escapes. The session's end checks that nothing of the group or the tag
+// is left, and kill says so if something is. When `systemd-run --user
+// --scope` works on the node (probed once per connection), the shell runs
+// in a transient scope that is signalled too. Exit codes and signal names are the
 // ones the node reports. The local environment is not sent; the node's
 // login environment is the base.
 //
@@ -569,10 +571,12 @@
 // the group's leader, if it still lives, carries the session's tag, so a
 // reused pid is never signalled. New sessions use the new connection.
 //
-// A remote shell's leftovers (`server &`) are kept as on this machine
-// when they hold the session's output: OpenSSH keeps the channel open for
-// them, bgexec lists the process group's members from the node's /proc,
-// and a command on a channel of its own waits there until they are gone.
+// A remote shell's leftovers (`server &`, `setsid server &`) are kept as on
+// this machine when they hold the session's output: OpenSSH keeps the
+// channel open for them, bgexec lists the process group's members and the
+// tagged processes from the node's /proc, and a command on a channel of its
+// own waits there until they are gone. Like a leftover on this machine, one
+// whose output was redirected away ends with the shell.
 //
 // What differs from this machine: a write that runs into the
 // write bound may have delivered up to 32 KiB more than it reports (an SSH

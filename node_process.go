@@ -551,7 +551,7 @@ func (p *remoteProcess) Lingering(bool) []session.Lingering {
 		return nil
 	case <-t.C:
 	}
-	lines, code, err := p.conn.controlOutput(groupMembersScript(p.pid))
+	lines, code, err := p.conn.controlOutput(groupMembersScript(p.pid, p.tag))
 	if err != nil || code != 0 {
 		return nil // cannot tell: the session ends, and Release reports it
 	}
@@ -580,7 +580,7 @@ func (p *remoteProcess) AwaitLingering() {
 	}
 	defer s.Close()
 	g := strconv.Itoa(p.pid)
-	_ = s.Run("exec /bin/sh -c '" + oursScript(p.pid, p.tag) + "while kill -s 0 -- -" + g + " 2>/dev/null && ours; do sleep 0.2; done'") // how it ended is looked at below
+	_ = s.Run("exec /bin/sh -c '" + oursScript(p.pid, p.tag) + taggedScript(p.tag) + "while { kill -s 0 -- -" + g + " 2>/dev/null && ours; } || [ -n \"$(tagged)\" ]; do sleep 0.2; done'") // how it ended is looked at below
 	if p.conn.isDead() {
 		lost := &lostError{text: p.killAfterLoss()}
 		p.mu.Lock()

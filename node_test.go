@@ -341,6 +341,35 @@ func TestNodeLeftoversAreKept(t *testing.T) {
 		assert.Equal(t, StatusCompleted, res.Details.Status, res.Text())
 		awaitNoTagged(t, tag)
 	})
+
+	// Without a systemd scope, a process that left the group (setsid) is
+	// still the session's: it carries the session's tag.
+	t.Run("a job in a session of its own is kept, and the kill ends it", func(t *testing.T) {
+		tag := newTag(t)
+		res := mustExec(t, sc, &ExecRequest{Command: "setsid sleep 1001 & echo started", Env: map[string]string{tagEnv: tag}})
+		require.Equal(t, StatusRunning, res.Details.Status, res.Text())
+		assert.Contains(t, res.Text(), "sleep 1001")
+		id := res.Details.SessionID
+		awaitTagged(t, tag, 1)
+		res = mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+		assert.Equal(t, ExitReasonKilled, res.Details.ExitReason, res.Text())
+		awaitNoTagged(t, tag)
+	})
+	t.Run("the kill of a running shell ends the jobs that left its group", func(t *testing.T) {
+		tag := newTag(t)
+		id := startBackground(t, sc, &ExecRequest{Command: "setsid sleep 1002 & setsid sh -c 'trap \"\" TERM; exec sleep 1003' & echo ready; sleep 1000", Env: map[string]string{tagEnv: tag}})
+		waitFor(t, sc, id, "^ready$")
+		awaitTaggedAtLeast(t, tag, 3) // the shell (or its sleep, which bash may exec) and both escapers
+		res := mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+		assert.Equal(t, "Killed session "+id+".", res.Text())
+		awaitNoTagged(t, tag) // the one that ignores SIGTERM too, by the SIGKILL after the grace
+	})
+	t.Run("a job that left the group with its output redirected ends with the shell", func(t *testing.T) {
+		tag := newTag(t)
+		res := mustExec(t, sc, &ExecRequest{Command: "setsid sleep 1004 >/dev/null 2>&1 & echo started", Env: map[string]string{tagEnv: tag}})
+		assert.Equal(t, StatusCompleted, res.Details.Status, res.Text())
+		awaitNoTagged(t, tag)
+	})
 }
 
 func TestNodeSelection(t *testing.T) {
@@ -372,20 +401,21 @@ func TestNodeSelection(t *testing.T) {
 // group leader with that pid and no tag.
 func TestNodeKillAfterLossSparesOtherProcesses(t *testing.T) {
 	t.Parallel()
+	// A tag of its own: the scripts also signal every process carrying it.
 	other := exec.Command("sleep", "1000")
 	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, other.Start())
 	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
-	assert.Equal(t, 2, shExitCode(t, killLostScript(other.Process.Pid, "0123456789abcdef", "")))
+	assert.Equal(t, 2, shExitCode(t, killLostScript(other.Process.Pid, "fedcba9876543210", "")))
 	assert.NoError(t, other.Process.Signal(syscall.Signal(0)), "the unrelated process must still run")
 
 	tagged := exec.Command("sleep", "1000")
-	tagged.Env = append(os.Environ(), nodeTagKey+"=0123456789abcdef")
+	tagged.Env = append(os.Environ(), nodeTagKey+"=fedcba9876543210")
 	tagged.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, tagged.Start())
 	done := make(chan struct{})
 	go func() { _ = tagged.Wait(); close(done) }()
-	assert.Equal(t, 0, shExitCode(t, killLostScript(tagged.Process.Pid, "0123456789abcdef", "")))
+	assert.Equal(t, 0, shExitCode(t, killLostScript(tagged.Process.Pid, "fedcba9876543210", "")))
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
