@@ -92,6 +92,9 @@ print("port", s.getsockname()[1]); sys.stdin.readline()'`, Background: true, Std
 	require.Len(t, poll.Details.Resources.Ports, 1)
 	mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "\n", EOF: true})
 	require.NoError(t, awaitEnd(testCtx(t), sessionOf(reg, id)))
+	// A wait that sees the end says so too.
+	w = mustProcess(t, sc, &ProcessRequest{Action: "wait", SessionID: id, Pattern: "never", Timeout: ptr(Number(60000))})
+	assert.True(t, strings.HasSuffix(w.Text(), "Process exited with code 0. Its listening port :"+port+" is closed."), w.Text())
 	poll = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
 	assert.True(t, strings.HasSuffix(poll.Text(), "Process exited with code 0. Its listening port :"+port+" is closed."), poll.Text())
 	assert.Nil(t, poll.Details.Resources)

@@ -90,14 +90,16 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 			head = "The condition did not hold yet. " + sc.reg.cfg.cappedNote("timeout", asked, "call wait again to keep waiting.")
 		}
 	}
+	end := exitLine(sn)
 	if sn.Ended {
 		exitDetails(&d, &sn.Exit)
+		end += closedPortsNote(s.Listeners())
 	}
 	body := strings.TrimRight(w.Text, "\n")
 	if body == "" {
 		body = "(no new output)"
 	}
-	return textResult(head+"\n\n"+withLossNotice(body, w.Loss)+"\n\n"+exitLine(sn), d), nil
+	return textResult(head+"\n\n"+withLossNotice(body, w.Loss)+"\n\n"+end, d), nil
 }
 
 // portOpen reports whether something accepts TCP connections on the port
