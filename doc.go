@@ -354,7 +354,7 @@
 // reads /proc/<pid>/net/tcp and tcp6 in the session's network namespace)
 // whose inodes are among the session processes' descriptors. The list
 // line ends with "  [:3000, 412 MiB]". The ports last seen by such a look
-// (or by kill, which looks first) are named when the session ends: poll's
+// (or by kill, which looks first) are named when the session ends: poll's and wait's
 // exit lines and kill's text add "Its listening port :3000 is closed.".
 // A server that exits before anybody looked is not named.
 //
