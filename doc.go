@@ -580,9 +580,10 @@
 //
 // What differs from this machine: a write that runs into the
 // write bound may have delivered up to 32 KiB more than it reports (an SSH
-// write cannot be cancelled, so it stops between chunks); cursor-position
-// queries on a remote terminal are not answered;
-// Details.Pid is the pid on the node. docs/node.md has the details and a
+// write cannot be cancelled, so it stops between chunks); the emulator's
+// answers to a remote terminal's queries (the cursor position, say) are
+// dropped while a write to that session is in flight; Details.Pid is the
+// pid on the node. docs/node.md has the details and a
 // design note for Kubernetes pods as nodes.
 //
 // # Errors

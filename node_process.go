@@ -2,6 +2,7 @@ package bgexec
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -327,6 +328,27 @@ func (w *chanStdin) Write(p []byte) (int, error) {
 		stop.Store(true)
 		return int(done.Load()), os.ErrDeadlineExceeded
 	}
+}
+
+// TryWrite hands p (a terminal's reply to a query, a few bytes) to the
+// channel on a goroutine of its own unless a write is in flight, so the
+// output reader that met the query never waits for the node. The
+// goroutine ends with the write, or when the channel closes at the
+// session's end.
+func (w *chanStdin) TryWrite(p []byte) bool {
+	select {
+	case w.busy <- struct{}{}:
+	default:
+		return false
+	}
+	buf := bytes.Clone(p)
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() { <-w.busy }()
+		_, _ = w.ch.Write(buf) // best effort, as on a local terminal
+	}()
+	return true
 }
 
 func (w *chanStdin) Close() error { return w.ch.CloseWrite() }

@@ -152,6 +152,18 @@ func TestNodePTY(t *testing.T) {
 	waitFor(t, sc, id, "^got:hello$")
 	res = waitExit(t, sc, id)
 	assert.Contains(t, res.Text(), "Process exited with code 0.")
+
+	t.Run("a cursor-position query is answered over the connection with the real cursor", func(t *testing.T) {
+		id := startPTY(t, sc, rawHexDumpAfter(`printf 'ready\033[6n\n'`, len("\x1b[1;6R")))
+		assert.Equal(t, fmt.Sprintf("%x", "\x1b[1;6R"), dumpedHex(t, sc, id))
+	})
+	t.Run("the screen of a remote terminal", func(t *testing.T) {
+		id := startPTY(t, sc, `printf '\033[2J\033[Hrow one\r\n\r\n  row three'; sleep 30`)
+		res := mustProcess(t, sc, &ProcessRequest{Action: "screen", SessionID: id, IdleMs: ptr(300.0), Timeout: ptr(Number(10000))})
+		assert.Equal(t, "row one\n\n  row three", res.Text())
+		assert.Equal(t, 120, res.Details.Cols)
+		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	})
 }
 
 func TestNodeConnectionLost(t *testing.T) {

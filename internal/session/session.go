@@ -368,6 +368,14 @@ func (s *Session) ingest(id streamID, text []byte, n, raw int, ev termtext.Event
 	s.mu.Unlock()
 }
 
+// ReplyWriter is an optional interface of a session's stdin whose writes
+// may block (a remote terminal's channel): TryWrite hands p over without
+// waiting, or drops it when the input is busy, and reports which. The
+// terminal emulator's replies to queries go through it.
+type ReplyWriter interface {
+	TryWrite(p []byte) bool
+}
+
 // answer writes the terminal emulator's replies to queries (cursor
 // position, device attributes) without ever blocking: the emulator, and so
 // the reader feeding it, waits for each reply to be taken. If the
@@ -379,8 +387,15 @@ func (s *Session) answer(reply []byte) {
 		return
 	}
 	defer s.stdinMu.Unlock()
+	if s.stdinEOF {
+		return
+	}
+	if w, ok := s.stdin.(ReplyWriter); ok {
+		w.TryWrite(reply)
+		return
+	}
 	f, ok := s.stdin.(*os.File)
-	if !ok || s.stdinEOF {
+	if !ok {
 		return
 	}
 	rc, err := f.SyscallConn()
