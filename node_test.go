@@ -334,39 +334,39 @@ func TestNodeLeftoversAreKept(t *testing.T) {
 	d := startSSHD(t)
 	reg := nodeRegistry(t, d, Config{}, nil)
 	sc := reg.Scope("a")
-	tag := newTag(t)
-	res := mustExec(t, sc, &ExecRequest{Command: "sleep 1000 & echo started; exit 4", Env: map[string]string{tagEnv: tag}})
-	require.Equal(t, StatusRunning, res.Details.Status, res.Text())
-	assert.Contains(t, res.Text(), "The shell exited with code 4; 1 process it started is still running (pid ")
-	assert.Contains(t, res.Text(), "sleep 1000")
-	id := res.Details.SessionID
-	awaitTagged(t, tag, 1)
-	res = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
-	assert.Equal(t, StatusRunning, res.Details.Status, res.Text())
-	res = mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
-	assert.Equal(t, ExitReasonKilled, res.Details.ExitReason, res.Text())
-	awaitNoTagged(t, tag)
-
-	t.Run("a job with its output redirected away ends with the shell", func(t *testing.T) {
-		tag := newTag(t)
-		res := mustExec(t, sc, &ExecRequest{Command: "sleep 1000 >/dev/null 2>&1 & echo started", Env: map[string]string{tagEnv: tag}})
-		assert.Equal(t, StatusCompleted, res.Details.Status, res.Text())
-		awaitNoTagged(t, tag)
-	})
-
-	// Without a systemd scope, a process that left the group (setsid) is
-	// still the session's: it carries the session's tag.
-	t.Run("a job in a session of its own is kept, and the kill ends it", func(t *testing.T) {
-		tag := newTag(t)
-		res := mustExec(t, sc, &ExecRequest{Command: "setsid sleep 1001 & echo started", Env: map[string]string{tagEnv: tag}})
-		require.Equal(t, StatusRunning, res.Details.Status, res.Text())
-		assert.Contains(t, res.Text(), "sleep 1001")
-		id := res.Details.SessionID
-		awaitTagged(t, tag, 1)
-		res = mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
-		assert.Equal(t, ExitReasonKilled, res.Details.ExitReason, res.Text())
-		awaitNoTagged(t, tag)
-	})
+	// Kept: a job in the shell's group, and (without a systemd scope) one
+	// that left it (setsid), which still carries the session's tag.
+	for _, tc := range []struct {
+		name, command string
+		want          []string
+	}{
+		{"a job in the shell's group", "sleep 1000 & echo started; exit 4", []string{"The shell exited with code 4; 1 process it started is still running (pid ", "sleep 1000"}},
+		{"a job in a session of its own", "setsid sleep 1001 & echo started", []string{"sleep 1001"}},
+	} {
+		t.Run(tc.name+" is kept, and the kill ends it", func(t *testing.T) {
+			tag := newTag(t)
+			res := mustExec(t, sc, &ExecRequest{Command: tc.command, Env: map[string]string{tagEnv: tag}})
+			require.Equal(t, StatusRunning, res.Details.Status, res.Text())
+			for _, w := range tc.want {
+				assert.Contains(t, res.Text(), w)
+			}
+			id := res.Details.SessionID
+			awaitTagged(t, tag, 1)
+			res = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
+			assert.Equal(t, StatusRunning, res.Details.Status, res.Text())
+			res = mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+			assert.Equal(t, ExitReasonKilled, res.Details.ExitReason, res.Text())
+			awaitNoTagged(t, tag)
+		})
+	}
+	for _, command := range []string{"sleep 1000 >/dev/null 2>&1 & echo started", "setsid sleep 1004 >/dev/null 2>&1 & echo started"} {
+		t.Run("a job with its output redirected away ends with the shell: "+command, func(t *testing.T) {
+			tag := newTag(t)
+			res := mustExec(t, sc, &ExecRequest{Command: command, Env: map[string]string{tagEnv: tag}})
+			assert.Equal(t, StatusCompleted, res.Details.Status, res.Text())
+			awaitNoTagged(t, tag)
+		})
+	}
 	t.Run("the kill of a running shell ends the jobs that left its group", func(t *testing.T) {
 		tag := newTag(t)
 		id := startBackground(t, sc, &ExecRequest{Command: "setsid sleep 1002 & setsid sh -c 'trap \"\" TERM; exec sleep 1003' & echo ready; sleep 1000", Env: map[string]string{tagEnv: tag}})
@@ -375,12 +375,6 @@ func TestNodeLeftoversAreKept(t *testing.T) {
 		res := mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 		assert.Equal(t, "Killed session "+id+".", res.Text())
 		awaitNoTagged(t, tag) // the one that ignores SIGTERM too, by the SIGKILL after the grace
-	})
-	t.Run("a job that left the group with its output redirected ends with the shell", func(t *testing.T) {
-		tag := newTag(t)
-		res := mustExec(t, sc, &ExecRequest{Command: "setsid sleep 1004 >/dev/null 2>&1 & echo started", Env: map[string]string{tagEnv: tag}})
-		assert.Equal(t, StatusCompleted, res.Details.Status, res.Text())
-		awaitNoTagged(t, tag)
 	})
 }
 
