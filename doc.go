@@ -188,12 +188,12 @@
 // closed at spawn (the child reads EOF) unless stdin:"pipe" is passed.
 // PTY sessions (pty:true) run under a 120×30 terminal with TERM from the
 // environment or xterm-256color, one merged stream, and an always writable
-// terminal. They do not inherit COLUMNS and LINES, which would override the
-// terminal's size (a per-call env may set them). A terminal emulator keeps the session's screen (see Terminal
-// screens); it answers the program's queries, cursor-position ones with
-// the real cursor. The cursor-key mode is tracked from the output for
-// send-keys. A write to a terminal in canonical mode is cut by the kernel
-// at 4095 bytes per line.
+// terminal. They do not inherit COLUMNS and LINES, which would override
+// the terminal's size (a per-call env may set them). A terminal emulator
+// keeps the session's screen (see Terminal screens); it answers the
+// program's queries, cursor-position ones with the real cursor. The
+// cursor-key mode is tracked from the output for send-keys. A write to a
+// terminal in canonical mode is cut by the kernel at 4095 bytes per line.
 //
 // # Terminal screens
 //
@@ -354,8 +354,9 @@
 // reads /proc/<pid>/net/tcp and tcp6 in the session's network namespace)
 // whose inodes are among the session processes' descriptors. The list
 // line ends with "  [:3000, 412 MiB]". The ports last seen by such a look
-// (or by kill, which looks first) are named when the session ends: poll's and wait's
-// exit lines and kill's text add "Its listening port :3000 is closed.".
+// (or by kill, which looks first) are named when the session ends:
+// poll's and wait's exit lines and kill's text add "Its listening port
+// :3000 is closed.".
 // A server that exits before anybody looked is not named.
 //
 // # When the host dies
@@ -557,8 +558,8 @@
 // escapes. The session's end checks that nothing of the group or the tag
 // is left, and kill says so if something is. When `systemd-run --user
 // --scope` works on the node (probed once per connection), the shell runs
-// in a transient scope that is signalled too. Exit codes and signal names are the
-// ones the node reports. The local environment is not sent; the node's
+// in a transient scope that is signalled too. Exit codes and signal names
+// are the ones the node reports. The local environment is not sent; the node's
 // login environment is the base.
 //
 // When the connection drops (the TCP connection fails, a keepalive goes

@@ -23,9 +23,9 @@ import (
 // state or other processes (mount, ptrace, namespaces, modules, keyrings,
 // bpf, perf, reboot …); a fresh /proc that shows only the command's own
 // processes, with the kernel's settings (/proc/sys, sysrq-trigger, irq,
-// bus, fs) read-only, and a minimal /dev. The session's cgroup is the root of its
-// cgroup namespace and cgroupfs is read-only, so nothing inside can leave
-// it. The sandbox's first process ending ends everything in it.
+// bus, fs) read-only, and a minimal /dev. The session's cgroup is the root
+// of its cgroup namespace and cgroupfs is read-only, so nothing inside can
+// leave it. The sandbox's first process ending ends everything in it.
 type Sandbox struct {
 	// Bwrap is the path of the bubblewrap binary. Empty means "bwrap"
 	// looked up on PATH by NewRegistry.
