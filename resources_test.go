@@ -49,14 +49,28 @@ func TestResourcesView(t *testing.T) {
 	assert.GreaterOrEqual(t, hr.MemoryBytes, int64(96<<20), "the hog's memory")
 	assert.Empty(t, hr.Ports)
 
-	var srvLine string
+	var srvLine, hogLine string
 	for _, l := range strings.Split(list.Text(), "\n") {
-		if strings.HasPrefix(l, srvID+" ") {
+		switch {
+		case strings.HasPrefix(l, srvID+" "):
 			srvLine = l
+		case strings.HasPrefix(l, hogID+" "):
+			hogLine = l
 		}
 	}
 	assert.Regexp(t, `^`+srvID+` running +\S+ :: \S+ http.server  \[:`+m[1]+`, \d+(\.\d)? MiB\]$`, srvLine)
-	assert.Regexp(t, `\[\d+ MiB\]`, list.Text(), "the hog's line shows its memory")
+	// The hog's line shows its memory: the value, whichever way it is
+	// rounded (a hog holding 99.5 MiB shows "[99.5 MiB]", one of 100 MiB
+	// "[100 MiB]").
+	shown := regexp.MustCompile(`  \[(\d+(?:\.\d+)?) (MiB|GiB)\]$`).FindStringSubmatch(hogLine)
+	require.NotNil(t, shown, "the hog's line shows its memory: %q", hogLine)
+	mib, err := strconv.ParseFloat(shown[1], 64)
+	require.NoError(t, err)
+	if shown[2] == "GiB" {
+		mib *= 1024
+	}
+	assert.GreaterOrEqual(t, mib, 96.0, "the hog's line: %q", hogLine)
+	assert.InDelta(t, float64(hr.MemoryBytes)/(1<<20), mib, 0.5, "the line shows the hog's measured memory: %q", hogLine)
 
 	poll := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: hogID})
 	require.NotNil(t, poll.Details.Resources)
