@@ -22,6 +22,9 @@ const (
 	DefaultTimeoutSec = 1800
 	// DefaultJobTTLMs is how long a finished background session is kept (ms).
 	DefaultJobTTLMs = 1800000
+	// DefaultMaxFinishedSessionsPerScope is how many finished background
+	// sessions a scope keeps at most.
+	DefaultMaxFinishedSessionsPerScope = 50
 	// MinJobTTLMs and MaxJobTTLMs clamp the finished-session TTL (ms).
 	MinJobTTLMs = 60000
 	// MaxJobTTLMs is the largest finished-session TTL in milliseconds.
@@ -50,12 +53,18 @@ const (
 	maxTimeoutSec = 30 * 24 * 3600
 )
 
-// Environment variables read by [ConfigFromEnv]. Their names are part of the contract.
+// Environment variables read by [ConfigFromEnv]. Their names are part of
+// the contract. Where a setting has two names, the OPENCLAW_BASH_ one is
+// read first and the older PI_BASH_ one is its alias, used when the first
+// is unset or blank.
 const (
-	EnvYieldMs               = "PI_BASH_YIELD_MS"
-	EnvMaxOutputChars        = "PI_BASH_MAX_OUTPUT_CHARS"
+	EnvYieldMs               = "OPENCLAW_BASH_YIELD_MS"
+	EnvMaxOutputChars        = "OPENCLAW_BASH_MAX_OUTPUT_CHARS"
 	EnvPendingMaxOutputChars = "OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS"
-	EnvJobTTLMs              = "PI_BASH_JOB_TTL_MS"
+	EnvJobTTLMs              = "OPENCLAW_BASH_JOB_TTL_MS"
+	EnvYieldMsAlias          = "PI_BASH_YIELD_MS"
+	EnvMaxOutputCharsAlias   = "PI_BASH_MAX_OUTPUT_CHARS"
+	EnvJobTTLMsAlias         = "PI_BASH_JOB_TTL_MS"
 	EnvNotifyOnExit          = "OPENCLAW_EXEC_NOTIFY_ON_EXIT"
 	EnvNotifyOnExitEmpty     = "OPENCLAW_EXEC_NOTIFY_ON_EXIT_EMPTY_SUCCESS"
 )
@@ -74,6 +83,11 @@ type Config struct {
 	// milliseconds, measured from its end (tools.exec.cleanupMs). Zero means
 	// 1800000. Clamped to 60000 … 10800000.
 	JobTTLMs int64
+	// MaxFinishedSessionsPerScope is how many finished background sessions
+	// one scope keeps: when one more ends, the one that ended first is
+	// forgotten, as if its TTL had passed. Zero means 50; negative means no
+	// limit but the TTL.
+	MaxFinishedSessionsPerScope int
 	// MaxOutputChars caps the aggregated output kept per session, in
 	// characters (Unicode code points). Zero means 200000. Clamped to 1000 … 200000.
 	MaxOutputChars int
@@ -211,9 +225,11 @@ type Config struct {
 }
 
 // ConfigFromEnv returns the defaults overlaid with the environment
-// variables PI_BASH_YIELD_MS, PI_BASH_MAX_OUTPUT_CHARS,
-// OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS and PI_BASH_JOB_TTL_MS (clamped as
-// documented on [Config]), plus OPENCLAW_EXEC_NOTIFY_ON_EXIT and
+// variables OPENCLAW_BASH_YIELD_MS, OPENCLAW_BASH_MAX_OUTPUT_CHARS,
+// OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS and OPENCLAW_BASH_JOB_TTL_MS
+// (clamped as documented on [Config]; PI_BASH_YIELD_MS,
+// PI_BASH_MAX_OUTPUT_CHARS and PI_BASH_JOB_TTL_MS are read when the
+// OPENCLAW_BASH_ name is unset or blank), plus OPENCLAW_EXEC_NOTIFY_ON_EXIT and
 // OPENCLAW_EXEC_NOTIFY_ON_EXIT_EMPTY_SUCCESS ("true"/"false"/"1"/"0").
 // A value that does not parse is ignored and the default stays. getenv is
 // usually os.Getenv; nil means os.Getenv.
@@ -222,16 +238,16 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		getenv = os.Getenv
 	}
 	var c Config
-	if v, ok := envInt(getenv, EnvYieldMs); ok {
+	if v, ok := envInt(getenv, EnvYieldMs, EnvYieldMsAlias); ok {
 		c.YieldMs = int(clamp(v, MinYieldMs, MaxYieldMs))
 	}
-	if v, ok := envInt(getenv, EnvMaxOutputChars); ok {
+	if v, ok := envInt(getenv, EnvMaxOutputChars, EnvMaxOutputCharsAlias); ok {
 		c.MaxOutputChars = int(clamp(v, MinOutputChars, MaxOutputChars))
 	}
 	if v, ok := envInt(getenv, EnvPendingMaxOutputChars); ok {
 		c.PendingMaxOutputChars = int(clamp(v, MinOutputChars, MaxOutputChars))
 	}
-	if v, ok := envInt(getenv, EnvJobTTLMs); ok {
+	if v, ok := envInt(getenv, EnvJobTTLMs, EnvJobTTLMsAlias); ok {
 		c.JobTTLMs = clamp(v, MinJobTTLMs, MaxJobTTLMs)
 	}
 	if v, err := strconv.ParseBool(strings.TrimSpace(getenv(EnvNotifyOnExit))); err == nil {
@@ -243,8 +259,14 @@ func ConfigFromEnv(getenv func(string) string) Config {
 	return c
 }
 
-func envInt(getenv func(string) string, key string) (int64, bool) {
-	s := strings.TrimSpace(getenv(key))
+// envInt reads the first of keys that is set and not blank.
+func envInt(getenv func(string) string, keys ...string) (int64, bool) {
+	var s string
+	for _, k := range keys {
+		if s = strings.TrimSpace(getenv(k)); s != "" {
+			break
+		}
+	}
 	if s == "" {
 		return 0, false
 	}
@@ -269,6 +291,7 @@ type settings struct {
 	yield          time.Duration
 	timeout        time.Duration // 0 = none
 	ttl            time.Duration
+	maxFinished    int // finished sessions kept per scope; 0 = no limit
 	maxChars       int
 	pendingChars   int
 	notifyOnExit   bool
@@ -329,6 +352,12 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 	}
 	if c.JobTTLMs != 0 {
 		s.ttl = time.Duration(clamp(c.JobTTLMs, MinJobTTLMs, MaxJobTTLMs)) * time.Millisecond
+	}
+	switch {
+	case c.MaxFinishedSessionsPerScope == 0:
+		s.maxFinished = DefaultMaxFinishedSessionsPerScope
+	case c.MaxFinishedSessionsPerScope > 0:
+		s.maxFinished = c.MaxFinishedSessionsPerScope
 	}
 	if c.MaxOutputChars != 0 {
 		s.maxChars = clamp(c.MaxOutputChars, MinOutputChars, MaxOutputChars)

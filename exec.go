@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bgexec/bgexec/internal/session"
 )
@@ -23,11 +24,13 @@ type ExecRequest struct {
 	Command string `json:"command"`
 	// Workdir is the working directory, trimmed; a relative one is taken
 	// from the default. Empty means the default: Config.Workdir, else the
-	// process's cwd, else $HOME. A directory that does not exist falls back
-	// to that default (each step only if it is an existing directory, "/"
-	// last) and the text starts with
-	// `Warning: workdir "<wd>" is unavailable; using "<fallback>".`, the
-	// paths quoted literally.
+	// process's cwd, else $HOME. A workdir that is not an existing directory,
+	// or only whitespace, is a failure result and nothing runs:
+	// `workdir "<wd>" is unavailable or not a directory: command was not
+	// executed. Use an existing directory, or omit workdir for the default.`
+	// Only a Config.Workdir removed since NewRegistry falls back (to the
+	// process's cwd, else $HOME, else "/"), with the warning
+	// `Warning: workdir "<wd>" is unavailable; using "<fallback>".`
 	Workdir string `json:"workdir,omitzero"`
 	// Env is merged over the inherited environment after the environment
 	// security rules: keys that change how shells, loaders, interpreters or
@@ -42,10 +45,19 @@ type ExecRequest struct {
 	YieldMs *float64 `json:"yieldMs,omitzero"`
 	// Background returns "running" at once.
 	Background bool `json:"background,omitzero"`
-	// Timeout ends the process after this many seconds (fractions allowed),
-	// in the foreground and in the background. Nil means Config.TimeoutSec
-	// (1800); zero or negative means no timeout; at most 30 days.
+	// TimeoutSeconds ends the process after this many seconds (fractions
+	// allowed), in the foreground and in the background. Nil means
+	// Config.TimeoutSec (1800); zero or negative means no timeout; at most
+	// 30 days.
+	TimeoutSeconds *float64 `json:"timeoutSeconds,omitzero"`
+	// Timeout is the older name of TimeoutSeconds, still accepted because
+	// models trained on earlier prompts send it. Given with a different
+	// TimeoutSeconds, the call fails naming both.
 	Timeout *float64 `json:"timeout,omitzero"`
+	// Title is a short statement of the command's purpose, at most 120
+	// characters (longer is a failure result). It is kept with the session
+	// and returned as details.title by exec, poll and list.
+	Title string `json:"title,omitzero"`
 	// PTY runs the command under a pseudo-terminal (120×30, one merged stream).
 	PTY bool `json:"pty,omitzero"`
 	// Elevated runs outside the sandbox when the runtime allows it (Config.Elevation).
@@ -96,9 +108,16 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	if msg := sc.reg.env.ValidateOverrides(req.Env); msg != "" {
 		return execFailure(msg), nil
 	}
-	timeout, msg := resolveTimeout(req.Timeout, st.timeout)
+	if n := utf8.RuneCountInString(req.Title); n > MaxTitleChars {
+		return execFailure(fmt.Sprintf("The title has %d characters; the most is %d. Shorten it and retry.", n, MaxTitleChars)), nil
+	}
+	reqTimeout, msg := pickTimeout(req)
+	if msg != "" {
+		return execFailure(msg), nil
+	}
+	timeout, msg := resolveTimeout(reqTimeout, st.timeout)
 	var capWarning string
-	if v := req.Timeout; msg != "" && st.maxTimeout > 0 && v != nil && *v > maxTimeoutSec && !math.IsInf(*v, 1) {
+	if v := reqTimeout; msg != "" && st.maxTimeout > 0 && v != nil && *v > maxTimeoutSec && !math.IsInf(*v, 1) {
 		// Past the largest timeout, but the host's cap is lower still:
 		// capped like any other long timeout.
 		timeout, msg = st.maxTimeout, ""
@@ -108,7 +127,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		return execFailure(msg), nil
 	}
 	if capWarning == "" {
-		timeout, capWarning = capTimeout(timeout, st.maxTimeout, req.Timeout)
+		timeout, capWarning = capTimeout(timeout, st.maxTimeout, reqTimeout)
 	}
 	stdinPipe := false
 	switch strings.ToLower(strings.TrimSpace(req.Stdin)) {
@@ -135,7 +154,10 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		if n := strings.TrimSpace(req.Node); n != "" {
 			return execFailure(fmt.Sprintf("Node %q given, but commands run on the %s here; node needs host=node (tools.exec.host).", n, st.host)), nil
 		}
-		cwd, warn = resolveWorkdir(req.Workdir, st.workdir)
+		var msg string
+		if cwd, warn, msg = resolveWorkdir(req.Workdir, st.workdir); msg != "" {
+			return execFailure(msg), nil
+		}
 	}
 	if warn != "" {
 		warnings = append(warnings, warn)
@@ -190,7 +212,9 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		if req.PTY {
 			inherited = withoutSizeVars(inherited)
 		}
-		spec.env = sc.reg.env.Merge(inherited, req.Env, extra...)
+		// No pager may wait for a key on a terminal nobody reads; they
+		// win over inherited values (a per-call value is refused).
+		spec.env = sc.reg.env.Merge(inherited, req.Env, append([]string{"PAGER=cat", "GIT_PAGER=cat"}, extra...)...)
 	}
 	hint := ""
 	if p := st.sandbox; p != nil && !req.Elevated && node == nil {
@@ -229,6 +253,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		Scope:              sc.key,
 		Command:            req.Command,
 		Name:               deriveName(req.Command),
+		Title:              req.Title,
 		Cwd:                cwd,
 		PTY:                spec.pty,
 		TTYName:            sp.ttyName,
@@ -320,7 +345,26 @@ func (sc *Scope) run(ctx context.Context, s *session.Session, background bool, y
 // the output so far (details.tail without its trailing line ends), so the
 // agent sees how the command started without a first poll.
 func runningResult(s *session.Session, warnings []string) *Result {
-	return backgroundResult(s, warnings, fmt.Sprintf("Command still running (session %s, pid %d). Use process (list/poll/log/write/kill/clear/remove) for follow-up.", s.ID(), s.Pid()))
+	return backgroundResult(s, warnings, fmt.Sprintf("Command still running (session %s, pid %d). %s", s.ID(), s.Pid(), followUpLine(s)))
+}
+
+// followUp lists the process actions that apply to a running session:
+// write only when its stdin takes input, the terminal actions only on a
+// PTY.
+func followUp(s *session.Session) []string {
+	acts := []string{"list", "poll", "log"}
+	if s.Writable() {
+		acts = append(acts, "write")
+	}
+	if s.PTY() {
+		acts = append(acts, "send-keys", "submit", "paste", "screen")
+	}
+	return append(acts, "kill", "clear", "remove")
+}
+
+// followUpLine is the running text's sentence naming followUp(s).
+func followUpLine(s *session.Session) string {
+	return "Use process (" + strings.Join(followUp(s), "/") + ") for follow-up."
 }
 
 // backgroundResult is a running result with the given first line, then the
@@ -337,6 +381,8 @@ func backgroundResult(s *session.Session, warnings []string, text string) *Resul
 		StartedAt: s.StartedAt().UnixMilli(),
 		Cwd:       s.Cwd(),
 		Tail:      sn.Tail,
+		Title:     titleOf(s),
+		FollowUp:  followUp(s),
 	})
 }
 
@@ -348,7 +394,7 @@ func leftBehindResult(s *session.Session, warnings []string) *Result {
 	if code != nil {
 		how = fmt.Sprintf("exited with code %d", *code)
 	}
-	return backgroundResult(s, warnings, fmt.Sprintf("The shell %s; %s, kept as session %s. Use process (list/poll/log/write/kill/clear/remove) for follow-up.", how, leftoverList(rest, false), s.ID()))
+	return backgroundResult(s, warnings, fmt.Sprintf("The shell %s; %s, kept as session %s. %s", how, leftoverList(rest, false), s.ID(), followUpLine(s)))
 }
 
 // leftoverList says which processes are (or, past, were) still running:
@@ -385,6 +431,7 @@ func finishedResult(s *session.Session, warnings []string) *Result {
 		DurationMs: &dur,
 		Aggregated: out,
 		Cwd:        s.Cwd(),
+		Title:      titleOf(s),
 		execEnd:    true,
 	}
 	var text string
@@ -420,7 +467,7 @@ func failureReason(e *session.Exit, timeout time.Duration) string {
 	case e.Reason == session.ReasonLost:
 		return e.Note
 	case e.Reason == session.ReasonTimeout:
-		return fmt.Sprintf("Command timed out after %s seconds. If this command is expected to take longer, re-run with a higher timeout (e.g., exec timeout=300).", formatSeconds(timeout))
+		return fmt.Sprintf("Command timed out after %s seconds.\n\n%s", formatSeconds(timeout), timeoutGuidance)
 	case e.Signal != "":
 		return "Command aborted by signal " + e.Signal
 	case e.Code != nil && *e.Code == 127:
@@ -435,6 +482,12 @@ func failureReason(e *session.Exit, timeout time.Duration) string {
 	}
 	return "Command failed"
 }
+
+// timeoutGuidance ends every report of a timeout (exec, poll, log, the
+// exit event): the command was stopped part way, so what it did must be
+// checked before it is run again.
+const timeoutGuidance = "The command was terminated, but external side effects may already have completed. Verify the resulting state before retrying. Do not automatically rerun non-idempotent commands. Use a higher timeoutSeconds only when the command is known to be safe to retry.\n\n" +
+	"If it should keep running, start it with exec background=true or yieldMs so it continues as a process session. Do not rely on shell backgrounding with a trailing &."
 
 func formatSeconds(d time.Duration) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", d.Seconds()), "0"), ".")
@@ -463,6 +516,23 @@ func clampYield(ms float64) time.Duration {
 	return time.Duration(min(ms, MaxYieldMs) * float64(time.Millisecond))
 }
 
+// MaxTitleChars is the longest exec title, in characters (code points).
+const MaxTitleChars = 120
+
+// pickTimeout returns the timeout a call gave, by either name; a non-empty
+// message is a failure text.
+func pickTimeout(req *ExecRequest) (*float64, string) {
+	a, b := req.TimeoutSeconds, req.Timeout
+	switch {
+	case a == nil:
+		return b, ""
+	case b == nil || *a == *b:
+		return a, ""
+	}
+	return nil, fmt.Sprintf("timeoutSeconds (%s) and timeout (%s) disagree: timeout is the older name of timeoutSeconds. Pass only timeoutSeconds.",
+		strconv.FormatFloat(*a, 'f', -1, 64), strconv.FormatFloat(*b, 'f', -1, 64))
+}
+
 // resolveTimeout converts a timeout parameter in seconds; a non-empty
 // message is a failure text.
 func resolveTimeout(sec *float64, def time.Duration) (time.Duration, string) {
@@ -472,36 +542,48 @@ func resolveTimeout(sec *float64, def time.Duration) (time.Duration, string) {
 	v := *sec
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0):
-		return 0, "Invalid timeout: pass a number of seconds (<= 0 for none)."
+		return 0, "Invalid timeoutSeconds: pass a number of seconds (<= 0 for none)."
 	case v <= 0:
 		return 0, ""
 	case v > maxTimeoutSec:
-		return 0, fmt.Sprintf("Invalid timeout %g: the largest timeout is %d seconds (30 days); pass <= 0 for none.", v, maxTimeoutSec)
+		return 0, fmt.Sprintf("Invalid timeoutSeconds %g: the largest timeout is %d seconds (30 days); pass <= 0 for none.", v, maxTimeoutSec)
 	}
 	return time.Duration(v * float64(time.Second)), ""
 }
 
-// resolveWorkdir picks the working directory and the fallback warning. The
-// warning quotes the paths literally, without Go escaping, as the reference
-// does.
-func resolveWorkdir(req, def string) (cwd, warning string) {
+// resolveWorkdir picks the working directory. A workdir the call gives
+// that is not an existing directory (or is only whitespace) is a failure
+// text: a command meant for one directory must never run in another. Only
+// a configured default that vanished since NewRegistry falls back, with a
+// warning; the paths are quoted literally, without Go escaping.
+func resolveWorkdir(req, def string) (cwd, warning, failureText string) {
 	wd := strings.TrimSpace(req)
+	if wd == "" && req != "" {
+		return "", "", workdirFailure(req)
+	}
 	if wd == "" && def == "" {
-		return defaultWorkdir(""), ""
+		return defaultWorkdir(""), "", ""
 	}
 	if wd == "" {
 		// The configured default, checked again: it existed at NewRegistry.
-		wd = def
+		if isDir(def) {
+			return def, "", ""
+		}
+		fallback := defaultWorkdir("")
+		return fallback, `Warning: workdir "` + def + `" is unavailable; using "` + fallback + `".`, ""
 	}
-	shown := wd
+	abs := wd
 	if !filepath.IsAbs(wd) {
-		wd = filepath.Join(defaultWorkdir(def), wd)
+		abs = filepath.Join(defaultWorkdir(def), wd)
 	}
-	if isDir(wd) {
-		return wd, ""
+	if !isDir(abs) {
+		return "", "", workdirFailure(wd)
 	}
-	fallback := defaultWorkdir(def)
-	return fallback, `Warning: workdir "` + shown + `" is unavailable; using "` + fallback + `".`
+	return abs, "", ""
+}
+
+func workdirFailure(wd string) string {
+	return `workdir "` + wd + `" is unavailable or not a directory: command was not executed. Use an existing directory, or omit workdir for the default.`
 }
 
 // defaultWorkdir is where a command runs without a usable workdir: the

@@ -67,6 +67,9 @@ func exitEventText(id string, e *session.Exit, output string) string {
 	if snip := exitSnippet(output); snip != "" {
 		text += " :: " + snip
 	}
+	if e.Reason == session.ReasonTimeout {
+		text += "\n\n" + timeoutGuidance
+	}
 	return text
 }
 

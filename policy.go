@@ -152,12 +152,22 @@ func newAllowlist(st *settings, env envpolicy.Policy) *allowlist.Checker {
 	}
 }
 
+// runtimeName is the host as the elevated refusal names it: the gateway
+// runs commands directly.
+func runtimeName(host string) string {
+	if host == "gateway" {
+		return "direct"
+	}
+	return host
+}
+
 // checkPolicy applies the host, elevation, security and approval rules to
 // one call. It returns a model-facing refusal text, or "" when the command
 // may run.
 func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) (string, error) {
 	st := &sc.reg.cfg
-	if h := strings.ToLower(strings.TrimSpace(req.Host)); h != "" && h != st.hostSetting {
+	// A host equal to the configured one, or to what auto resolves to, runs.
+	if h := strings.ToLower(strings.TrimSpace(req.Host)); h != "" && h != st.hostSetting && (st.hostSetting != "auto" || h != st.host) {
 		return fmt.Sprintf("exec host not allowed (requested %s; configure tools.exec.host=%s to allow).", h, h), nil
 	}
 	if req.Elevated {
@@ -169,7 +179,7 @@ func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) 
 			gate = "allowFrom (tools.elevated.allowFrom)"
 		}
 		if gate != "" {
-			return fmt.Sprintf("elevated is not available right now (runtime=%s).\nFailing gates: %s\nContext: session=%s", st.host, gate, sc.key), nil
+			return fmt.Sprintf("elevated is not available right now (runtime=%s).\nFailing gates: %s\nContext: session=%s", runtimeName(st.host), gate, sc.key), nil
 		}
 	}
 	sec, err := parseSecurity(req.Security)
@@ -184,7 +194,9 @@ func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) 
 	if sec == securityDeny {
 		return fmt.Sprintf("exec denied: host=%s security=deny", st.host), nil
 	}
-	if sec == securityFull && ask == askOff {
+	// on-miss asks only when an allowlist misses; under full nothing
+	// misses, so only always asks there.
+	if sec == securityFull && ask != askAlways {
 		return "", nil
 	}
 	verdict, err := sc.reg.allow.Check(req.Command)

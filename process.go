@@ -18,9 +18,9 @@ import (
 type ProcessRequest struct {
 	// Action is one of list, poll, log, write, send-keys, submit, paste,
 	// kill, clear, remove, and the additions resize, wait and screen.
-	// Required and case-sensitive: "POLL" is an unknown action. An unknown action fails
-	// with "Unknown action <action>. Expected one of: …", after the check
-	// for a missing SessionID.
+	// Required and case-sensitive: "POLL" is an unknown action. An unknown
+	// action fails with "Unknown action <action>. Expected one of: …",
+	// before the check for a missing SessionID.
 	Action string `json:"action"`
 	// SessionID names the session; required for every action but list.
 	SessionID string `json:"sessionId,omitzero"`
@@ -124,22 +124,27 @@ func floorLineArg(f float64) int {
 // starts with the scope's exit notices not yet shown. Process panics on a
 // nil ctx. Safe for concurrent use.
 func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (res *Result, err error) {
-	defer func() { res = sc.withNotices(res) }()
+	defer func() {
+		if res != nil && res.Details.Status == StatusFailed && res.Details.Error == "" {
+			res.Details.Error = res.Text()
+		}
+		res = sc.withNotices(res)
+	}()
 	if err := sc.begin(ctx, "process", req == nil); err != nil {
 		return nil, err
 	}
-	// Actions are matched exactly, and a missing sessionId is reported
-	// before an unknown action, as the reference does.
+	// Actions are matched exactly, and an unknown action is reported
+	// before a missing sessionId, as the newest reference does.
 	if req.Action == "list" {
 		return sc.list(), nil
-	}
-	id := strings.TrimSpace(req.SessionID)
-	if id == "" {
-		return failure("sessionId is required for this action."), nil
 	}
 	h, ok := processActions[req.Action]
 	if !ok {
 		return failure(fmt.Sprintf("Unknown action %s. Expected one of: %s", req.Action, actionList)), nil
+	}
+	id := strings.TrimSpace(req.SessionID)
+	if id == "" {
+		return failure("sessionId is required for this action."), nil
 	}
 	s, found, bg := sc.reg.lookup(sc.key, id)
 	switch {
@@ -193,9 +198,13 @@ func (sc *Scope) list() *Result {
 			SessionID: s.ID(), Status: statusOf(sn.Status), Pid: s.Pid(),
 			StartedAt: s.StartedAt().UnixMilli(), RuntimeMs: sn.Runtime.Milliseconds(),
 			Cwd: s.Cwd(), Command: s.Command(), Name: s.Name(),
-			Tail: sn.Tail, Truncated: sn.Truncated,
+			Tail: sn.Tail, Truncated: sn.Truncated, Title: s.Title(),
 		}
-		line := fmt.Sprintf("%s %-9s %s :: %s", s.ID(), sn.Status, compactDuration(sn.Runtime), s.Name())
+		marks := ""
+		if sn.Ended && sn.Exit.Reason == session.ReasonTimeout {
+			marks = " [timed out]"
+		}
+		line := fmt.Sprintf("%s %-9s %s%s :: %s", s.ID(), sn.Status, compactDuration(sn.Runtime), marks, s.Name())
 		if !sn.Ended {
 			info.Resources = scan.of(s)
 			lines = append(lines, line+info.Resources.listSuffix())
@@ -216,21 +225,32 @@ func (sc *Scope) list() *Result {
 
 // exitLine is the poll/wait line about the process state.
 func exitLine(sn *session.Snapshot) string {
-	switch {
-	case !sn.Ended:
+	if !sn.Ended {
 		return "Process still running."
-	case sn.Exit.Reason == session.ReasonLost:
-		return sn.Exit.Note
-	case sn.Exit.Reason == session.ReasonTimeout:
-		return "Process exited with timeout."
-	case sn.Exit.Reason == session.ReasonOOM:
-		return "Process killed: out of memory" + strings.TrimPrefix(oomText(sn.Exit.MemoryLimit), "Command killed: out of memory")
-	case sn.Exit.Signal != "":
-		return "Process exited with signal " + sn.Exit.Signal + "."
-	case sn.Exit.Code != nil:
-		return fmt.Sprintf("Process exited with code %d.", *sn.Exit.Code)
 	}
-	return "Process exited (" + string(sn.Exit.Reason) + ")."
+	return endLine(&sn.Exit)
+}
+
+// endLine is the poll, wait and log line about how a session ended. A
+// timeout ends with the timeout guidance, a kill says it was requested.
+func endLine(e *session.Exit) string {
+	switch {
+	case e.Reason == session.ReasonLost:
+		return e.Note
+	case e.Reason == session.ReasonTimeout:
+		return "Process exited with timeout.\n\n" + timeoutGuidance
+	case e.Reason == session.ReasonOOM:
+		return "Process killed: out of memory" + strings.TrimPrefix(oomText(e.MemoryLimit), "Command killed: out of memory")
+	case e.Reason == session.ReasonKilled && e.Signal != "":
+		return "Process stopped by request (signal " + e.Signal + ")."
+	case e.Reason == session.ReasonKilled && e.Code != nil:
+		return fmt.Sprintf("Process stopped by request (it exited with code %d).", *e.Code)
+	case e.Signal != "":
+		return "Process exited with signal " + e.Signal + "."
+	case e.Code != nil:
+		return fmt.Sprintf("Process exited with code %d.", *e.Code)
+	}
+	return "Process exited (" + string(e.Reason) + ")."
 }
 
 func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
@@ -254,13 +274,13 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	dr := s.PollIdle(ctx, wait, idle)
 	sc.reg.retract(sc.key, dr.Retract)
 	sn := &dr.Snap
-	d := Details{Status: statusOf(sn.Status), SessionID: s.ID(), Name: s.Name(), Aggregated: dr.Aggregated}
+	d := Details{Status: statusOf(sn.Status), SessionID: s.ID(), Name: s.Name(), Aggregated: dr.Aggregated, Title: titleOf(s)}
 	end := exitLine(sn)
 	if sn.Ended {
 		exitDetails(&d, &sn.Exit)
 		end += closedPortsNote(s.Listeners())
 	} else {
-		d.RetryInMs = ptr(retryAfter(dr.EmptyPolls))
+		d.RetryInMs = ptr(retryAfter(dr.EmptyPolls, dr.AfterOutput))
 		d.Resources = sessionResources(s)
 	}
 	body := strings.TrimRight(dr.Text, "\n")
@@ -279,11 +299,15 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 }
 
 // retryAfter is the suggested poll delay after n consecutive empty polls:
-// 5000 after a poll with output (n = 0) and after the first empty one, then
-// 10000, 30000 and 60000 from then on.
-func retryAfter(n int) int64 {
+// 5000 after a poll with output (n = 0), then 10000, 30000 and 60000 from
+// then on. A session never polled with output starts at 5000 for its first
+// empty poll (n = 1), as if a poll with output had come before it.
+func retryAfter(n int, afterOutput bool) int64 {
 	steps := []int64{5000, 10000, 30000, 60000}
-	return steps[min(max(n-1, 0), len(steps)-1)]
+	if !afterOutput {
+		n = max(n-1, 0)
+	}
+	return steps[min(n, len(steps)-1)]
 }
 
 // log answers the log action. Line numbers count from the first line the
@@ -307,7 +331,7 @@ func (sc *Scope) log(_ context.Context, s *session.Session, req *ProcessRequest)
 		d.FirstLine = ptr(p.FirstLine)
 	}
 	if sn.Ended {
-		d.ExitCode, d.ExitSignal = sn.Exit.Code, sn.Exit.Signal
+		exitDetails(&d, &sn.Exit)
 	}
 	var text string
 	switch {
@@ -326,7 +350,20 @@ func (sc *Scope) log(_ context.Context, s *session.Session, req *ProcessRequest)
 	if p.Truncated {
 		text = discardNotice + "\n\n" + logDropNotice(p.FirstLine) + "\n" + text
 	}
+	if sn.Ended && (sn.Exit.Reason == session.ReasonTimeout || sn.Exit.Reason == session.ReasonKilled) {
+		// What the model must know about such an end, even when it reads
+		// only the log: a timeout's side effects, a kill's request.
+		text += "\n\n" + endLine(&sn.Exit)
+	}
 	return textResult(text, d), nil
+}
+
+// titleOf is a session's title for details.title, nil when it has none.
+func titleOf(s *session.Session) *string {
+	if t := s.Title(); t != "" {
+		return &t
+	}
+	return nil
 }
 
 // inputCheck checks that s can take input and returns the failure if not.

@@ -452,10 +452,38 @@ func (r *Registry) sessionEnded(s *session.Session) {
 		heap.Push(&r.expiry, e)
 		r.expiryOf[s] = e
 	}
+	over := r.overflowLocked(s.Scope())
 	r.mu.Unlock()
+	if over != nil {
+		r.forget(over) // as after its TTL
+	}
 	r.addNotice(s)
 	r.enqueueNote(s)
 	kick(r.sweepKick)
+}
+
+// overflowLocked returns the finished session of scope that ended first
+// when the scope keeps more than Config.MaxFinishedSessionsPerScope, else
+// nil. Every finished session waits in the expiry heap, so they are the
+// scope's sessions found there.
+func (r *Registry) overflowLocked(scope string) *session.Session {
+	if r.cfg.maxFinished <= 0 {
+		return nil
+	}
+	var oldest *expiring
+	n := 0
+	for _, s := range r.byScope[scope] {
+		if e := r.expiryOf[s]; e != nil {
+			n++
+			if oldest == nil || e.at.Before(oldest.at) {
+				oldest = e
+			}
+		}
+	}
+	if n <= r.cfg.maxFinished {
+		return nil
+	}
+	return oldest.s
 }
 
 func kick(c chan struct{}) {

@@ -68,7 +68,9 @@ type Details struct {
 	// ExitCode is the exit code, nil when none exists. On a completed or
 	// failed exec result it is always encoded, as null when nil.
 	ExitCode *int `json:"exitCode,omitzero"`
-	// ExitSignal is the name of the signal that ended the process ("SIGKILL").
+	// ExitSignal is the name of the signal that ended the process
+	// ("SIGKILL"). Every result about an ended session carries it in its
+	// JSON, as null when no signal ended the process.
 	ExitSignal string `json:"exitSignal,omitzero"`
 	// ExitReason says how the session ended.
 	ExitReason ExitReason `json:"exitReason,omitzero"`
@@ -119,48 +121,91 @@ type Details struct {
 	// AlternateScreen reports whether the program switched to the alternate
 	// screen, as full-screen programs do (screen; nil elsewhere).
 	AlternateScreen *bool `json:"alternateScreen,omitzero"`
-	// Title is the window title the program set, "" when none (screen; nil
-	// elsewhere).
+	// Title is, on exec and poll results, the title exec was given (nil
+	// when none); on screen results, the window title the program set (""
+	// when none).
 	Title *string `json:"title,omitzero"`
+	// Error is the reason a process result failed, as its text says it
+	// (every process result with status "failed"; "" elsewhere).
+	Error string `json:"error,omitzero"`
+	// FollowUp lists the process actions that apply to a running session,
+	// as the running text's follow-up line names them (running exec results).
+	FollowUp []string `json:"followUp,omitzero"`
 
 	// execEnd marks a completed or failed exec result, whose JSON always
 	// carries exitCode and aggregated.
 	execEnd bool
+	// ended marks a result about an ended session, whose JSON always
+	// carries exitSignal.
+	ended bool
 }
 
 // MarshalJSON encodes d with its JSON field names, omitting fields that do
 // not apply, except that a completed or failed exec result always has
-// "exitCode" (null when nil) and "aggregated".
+// "exitCode" (null when nil) and "aggregated", and a result about an ended
+// session always has "exitSignal" (null when no signal ended it).
 func (d Details) MarshalJSON() ([]byte, error) {
 	type fields Details // the same fields without this method
-	if !d.execEnd {
-		return json.Marshal(fields(d))
+	var signal *string  // null when the session ended without one
+	if d.ExitSignal != "" {
+		signal = &d.ExitSignal
 	}
 	// The outer fields shadow the embedded ones of the same JSON name.
-	return json.Marshal(struct {
-		fields
-		ExitCode   *int   `json:"exitCode"`
-		Aggregated string `json:"aggregated"`
-	}{fields(d), d.ExitCode, d.Aggregated})
+	switch {
+	case d.execEnd:
+		return json.Marshal(struct {
+			fields
+			ExitCode   *int    `json:"exitCode"`
+			ExitSignal *string `json:"exitSignal"`
+			Aggregated string  `json:"aggregated"`
+		}{fields(d), d.ExitCode, signal, d.Aggregated})
+	case d.ended:
+		return json.Marshal(struct {
+			fields
+			ExitSignal *string `json:"exitSignal"`
+		}{fields(d), signal})
+	}
+	return json.Marshal(fields(d))
 }
 
 // SessionInfo is one entry of the list action.
 type SessionInfo struct {
-	SessionID  string `json:"sessionId"`
-	Status     Status `json:"status"`
-	Pid        int    `json:"pid"`
-	StartedAt  int64  `json:"startedAt"`
-	EndedAt    int64  `json:"endedAt,omitzero"`
-	RuntimeMs  int64  `json:"runtimeMs"`
-	Cwd        string `json:"cwd"`
-	Command    string `json:"command"`
-	Name       string `json:"name"`
-	Tail       string `json:"tail"`
-	Truncated  bool   `json:"truncated"`
-	ExitCode   *int   `json:"exitCode,omitzero"`
+	SessionID string `json:"sessionId"`
+	Status    Status `json:"status"`
+	Pid       int    `json:"pid"`
+	StartedAt int64  `json:"startedAt"`
+	EndedAt   int64  `json:"endedAt,omitzero"`
+	RuntimeMs int64  `json:"runtimeMs"`
+	Cwd       string `json:"cwd"`
+	Command   string `json:"command"`
+	Name      string `json:"name"`
+	Tail      string `json:"tail"`
+	Truncated bool   `json:"truncated"`
+	ExitCode  *int   `json:"exitCode,omitzero"`
+	// ExitSignal names the signal that ended a finished session; its JSON
+	// is null for a finished session no signal ended, absent for a running one.
 	ExitSignal string `json:"exitSignal,omitzero"`
+	// Title is the title exec was given, "" when none.
+	Title string `json:"title,omitzero"`
 	// Resources is what the session uses now; running sessions only.
 	Resources *Resources `json:"resources,omitzero"`
+}
+
+// MarshalJSON encodes i with its JSON field names; a finished session
+// (EndedAt set) always has "exitSignal", null when no signal ended it.
+func (i SessionInfo) MarshalJSON() ([]byte, error) {
+	type fields SessionInfo // the same fields without this method
+	if i.EndedAt == 0 {
+		return json.Marshal(fields(i))
+	}
+	var signal *string
+	if i.ExitSignal != "" {
+		signal = &i.ExitSignal
+	}
+	return json.Marshal(struct {
+		fields
+		ExitSignal *string `json:"exitSignal"`
+	}{fields(i), signal})
 }
 
 func textResult(text string, d Details) *Result {
@@ -169,7 +214,7 @@ func textResult(text string, d Details) *Result {
 
 // failure is a tool-level failure result: the call failed.
 func failure(text string) *Result {
-	r := textResult(text, Details{Status: StatusFailed})
+	r := textResult(text, Details{Status: StatusFailed, Error: text})
 	r.IsError = true
 	return r
 }

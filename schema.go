@@ -66,7 +66,7 @@ A command that finishes within the yield window (yieldMs, default 10000 ms) retu
 
 For long work such as builds, test suites or dev servers: start it once (background: true, or a short yieldMs) and continue with something else. When a background command ends you receive a system message with its exit status and last output, unless it succeeded without printing anything. To block until a specific event, call process wait once (an output line matching a pattern, a TCP port accepting connections, or the exit). Do not start the same command again to check on it, and do not poll or sleep in a loop.
 
-The command is killed after timeout seconds (default 1800; 0 or less means no limit), in the foreground and in the background. Set pty: true for programs that need a terminal (interactive prompts, REPLs, full-screen tools) and drive them with process send-keys, submit and paste; read full-screen programs with process screen. For servers use background: true and then process wait for their port or ready line: a server started with & in a foreground command is kept as a running session too, but background: true says so from the start. Set stdin: "pipe" to feed a plain command input with process write.`
+The command is killed after timeoutSeconds (default 1800; 0 or less means no limit), in the foreground and in the background. Set pty: true for programs that need a terminal (interactive prompts, REPLs, full-screen tools) and drive them with process send-keys, submit and paste; read full-screen programs with process screen. For servers use background: true and then process wait for their port or ready line: a server started with & in a foreground command is kept as a running session too, but background: true says so from the start. Set stdin: "pipe" to feed a plain command input with process write.`
 
 const processDescription = `Inspect and control the background sessions started by exec. You see only the sessions you started; nothing survives a restart, and finished sessions are forgotten after a while (30 minutes by default).
 
@@ -104,7 +104,7 @@ const execSchema = `{
     },
     "workdir": {
       "type": "string",
-      "description": "Working directory. Default: the configured working directory, else the server's current directory, else $HOME. A directory that does not exist falls back to that default with a warning."
+      "description": "Working directory. Default: the configured working directory, else the server's current directory, else $HOME. A directory that does not exist fails the call; nothing runs."
     },
     "env": {
       "type": "object",
@@ -121,11 +121,21 @@ const execSchema = `{
       "default": false,
       "description": "Move the command to the background at once and return its sessionId."
     },
-    "timeout": {
+    "timeoutSeconds": {
       "type": "number",
       "default": 1800,
       "maximum": 2592000,
       "description": "Seconds (fractions allowed) after which the command is killed, in the foreground and in the background. 0 or less means no timeout; at most 2592000 (30 days)."
+    },
+    "timeout": {
+      "type": "number",
+      "maximum": 2592000,
+      "description": "Older name of timeoutSeconds, still accepted; if both are given they must be equal."
+    },
+    "title": {
+      "type": "string",
+      "maxLength": 120,
+      "description": "A short purpose of the command (at most 120 characters), shown with its session in list and poll."
     },
     "pty": {
       "type": "boolean",

@@ -29,8 +29,29 @@ func (sc *Scope) Key() string { return sc.key }
 // action is not a violation: the process tool answers it with its
 // "Unknown action …" text, as [Scope.Process] does. Malformed JSON and an
 // unknown tool name are Go errors.
+//
+// Keys the schema does not define are ignored, as the reference tools do:
+// the call runs, and its text starts with the line
+// "Warning: ignored unknown parameter(s): a, b." Keys match exactly
+// ("Command" is unknown, never "command"). A key given twice in one JSON
+// object, at any depth (env included), is a failure result and nothing
+// runs: the model, an approval prompt and the tool must all read the same
+// command.
 func (sc *Scope) Call(ctx context.Context, tool string, args json.RawMessage) (res *Result, err error) {
-	defer func() { res = sc.withNotices(res) }()
+	var unknown []string
+	defer func() {
+		res = sc.withNotices(res)
+		if len(unknown) > 0 {
+			withFirstLine(res, unknownParamsWarning(unknown))
+		}
+	}()
+	args, unknown, dupText := prepareArgs(tool, args)
+	if dupText != "" {
+		if tool == ToolExec {
+			return execFailure(dupText), nil
+		}
+		return failure(dupText), nil
+	}
 	if text := validateToolArgs(tool, args); text != "" {
 		if tool == ToolExec {
 			return execFailure(text), nil

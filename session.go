@@ -1,6 +1,10 @@
 package bgexec
 
-import "github.com/bgexec/bgexec/internal/session"
+import (
+	"strings"
+
+	"github.com/bgexec/bgexec/internal/session"
+)
 
 // ExitReason says how a session ended. It is never invented: a killed run is
 // "killed", not "exit" with code 0.
@@ -35,6 +39,12 @@ func statusOf(s session.Status) Status     { return Status(s) }
 func reasonOf(r session.Reason) ExitReason { return ExitReason(r) }
 
 // exitDetails fills the exit fields of d from an ended session's exit.
+// A failed end also sets Error to the reason, and every end marks d so that
+// its JSON carries exitSignal, as null when no signal ended it.
 func exitDetails(d *Details, e *session.Exit) {
 	d.ExitCode, d.ExitSignal, d.ExitReason = e.Code, e.Signal, reasonOf(e.Reason)
+	d.ended = true
+	if e.Status() == session.Failed && d.Error == "" {
+		d.Error, _, _ = strings.Cut(endLine(e), "\n\n")
+	}
 }

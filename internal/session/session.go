@@ -128,6 +128,8 @@ type Options struct {
 	ReadOnlyHint string
 	// Cols and Rows are the PTY's size, for its terminal emulator.
 	Cols, Rows int
+	// Title is the caller's short statement of the command's purpose ("" for none).
+	Title string
 
 	Proc    Process
 	Outputs []io.Reader // stdout, stderr; or the PTY master alone
@@ -183,6 +185,7 @@ type Session struct {
 	retractLate  bool          // a call took the report while sending: retract after
 	noticeShown  bool          // a tool result carried the exit notice
 	emptyPolls   int
+	polledOutput bool // a poll has returned output
 	timeoutTimer *time.Timer
 	killTimer    *time.Timer
 	lineWaiters  []*lineWaiter
@@ -220,6 +223,7 @@ func (s *Session) ID() string             { return s.opts.ID }
 func (s *Session) Scope() string          { return s.opts.Scope }
 func (s *Session) Command() string        { return s.opts.Command }
 func (s *Session) Name() string           { return s.opts.Name }
+func (s *Session) Title() string          { return s.opts.Title }
 func (s *Session) Cwd() string            { return s.opts.Cwd }
 func (s *Session) PTY() bool              { return s.opts.PTY }
 func (s *Session) TTYName() string        { return s.opts.TTYName }
@@ -653,6 +657,9 @@ type Drained struct {
 	Snap       Snapshot
 	Aggregated string
 	EmptyPolls int // consecutive polls of a running session that found nothing
+	// AfterOutput reports that a poll of this session has returned output
+	// (the empty polls counted follow one).
+	AfterOutput bool
 	// Retract is the text of an exit event already delivered for the end
 	// this call reports; the caller retracts it before it returns.
 	Retract string
@@ -710,10 +717,11 @@ func (s *Session) PollIdle(ctx context.Context, d, idle time.Duration) Drained {
 	if !dr.Snap.Ended {
 		if dr.Text != "" {
 			s.emptyPolls = 0
+			s.polledOutput = true
 		} else {
 			s.emptyPolls++
 		}
-		dr.EmptyPolls = s.emptyPolls
+		dr.EmptyPolls, dr.AfterOutput = s.emptyPolls, s.polledOutput
 	}
 	s.mu.Unlock()
 	if dr.Snap.Ended {

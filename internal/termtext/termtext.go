@@ -15,7 +15,11 @@
 //     two-character or intermediate escapes such as ESC ( B, ESC =, ESC 7 or
 //     ESC # 8, whether they are introduced by ESC or by the equivalent C1
 //     code point (U+009B for CSI, U+009D for OSC, U+0090 for DCS, …);
-//   - removes the remaining C0 controls except TAB, LF and CR, DEL, the C1
+//   - shows the remaining C0 controls other than TAB, LF and CR (and the
+//     ESC that starts a sequence) as the four characters \xNN, lower-case
+//     hex, so a NUL, a BEL or a backspace in the output stays visible as
+//     what it is; each counts as four code points;
+//   - removes DEL, the C1
 //     range U+0080–U+009F, Unicode format characters (category Cf, such as
 //     U+200B, U+FEFF, U+202E, U+00AD or the tag characters U+E0000–U+E007F)
 //     and surrogate code points. This includes the zero-width joiner U+200D,
@@ -33,9 +37,10 @@
 // shown as characters:
 //
 //   - A C0 control that arrives inside an escape or CSI sequence is acted on
-//     as it would be by a terminal (TAB, LF and CR are kept, the others are
-//     dropped) and the sequence continues.
-//   - CAN (0x18) and SUB (0x1A) cancel any sequence in progress; ESC always
+//     as it would be by a terminal, that is, it is text (TAB, LF and CR are
+//     kept, the others shown as \xNN) and the sequence continues.
+//   - CAN (0x18) and SUB (0x1A) cancel any sequence in progress, and are
+//     removed with it; outside a sequence they are shown as \xNN. ESC always
 //     starts a new sequence, abandoning the one in progress (which is how
 //     ESC \ ends a string); a C1 code point likewise ends the sequence in
 //     progress and, if it is an introducer, starts its own (U+009C is ST).
@@ -264,7 +269,7 @@ func (c *Cleaner) step(dst []byte, r rune, size int, ev *Events) ([]byte, int) {
 	case r == 0x1b: // ESC
 		c.st, c.seqLen = stEsc, size
 		return dst, 0
-	case r == 0x18 || r == 0x1a: // CAN, SUB
+	case (r == 0x18 || r == 0x1a) && c.st != stGround: // CAN, SUB
 		c.st = stGround
 		return dst, 0
 	case r >= 0x80 && r <= 0x9f: // C1
@@ -389,13 +394,15 @@ func (c *Cleaner) stringRun(p []byte, i int) int {
 	return i
 }
 
-// emit appends r if it belongs in plain text.
+// emit appends r if it belongs in plain text; a C0 control other than
+// TAB, LF and CR as \xNN.
 func emit(dst []byte, r rune) ([]byte, int) {
 	if r < 0x20 {
 		if r == '\t' || r == '\n' || r == '\r' {
 			return append(dst, byte(r)), 1
 		}
-		return dst, 0
+		const hex = "0123456789abcdef"
+		return append(dst, '\\', 'x', hex[r>>4], hex[r&0xf]), 4
 	}
 	if r < 0x7f {
 		return append(dst, byte(r)), 1

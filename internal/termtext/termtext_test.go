@@ -79,7 +79,7 @@ var cleanCases = []cleanCase{
 	{"a CSI written as C1 U+009B is removed whole", "a\u009b31mb", "ab", Events{}},
 	{"a colon sub-parameter SGR is removed whole", "\x1b[38:2:255:0:0mx", "x", Events{}},
 	{"a line feed inside a CSI is kept and the CSI goes on", "a\x1b[1\n2mb", "a\nb", Events{}},
-	{"a bell inside a CSI is dropped and the CSI goes on", "a\x1b[1\a2mb", "ab", Events{}},
+	{"a bell inside a CSI is shown and the CSI goes on", "a\x1b[1\a2mb", "a\\x07b", Events{}},
 	{"CAN cancels a CSI and the following text is kept", "\x1b[12\x18;5mx", ";5mx", Events{}},
 	{"SUB cancels a CSI and the following text is kept", "\x1b[12\x1ahi", "hi", Events{}},
 	{"a non-ASCII character abandons a CSI and is kept", "\x1b[12é;m", "é;m", Events{}},
@@ -112,7 +112,8 @@ var cleanCases = []cleanCase{
 	{"a line feed after ESC is kept and the escape goes on", "a\x1b\n7b", "a\nb", Events{}},
 
 	// Unwanted code points.
-	{"C0 controls other than TAB, LF and CR are removed", "a\x00b\x01c\x07d\x08e\x0bf\x0cg\x0eh\x1fi", "abcdefghi", Events{}},
+	{"C0 controls other than TAB, LF and CR are shown as \\xNN", "a\x00b\x01c\x07d\x08e\x0bf\x0cg\x0eh\x1fi", `a\x00b\x01c\x07d\x08e\x0bf\x0cg\x0eh\x1fi`, Events{}},
+	{"CAN and SUB outside a sequence are shown", "a\x18b\x1ac", `a\x18b\x1ac`, Events{}},
 	{"DEL is removed", "a\x7fb", "ab", Events{}},
 	{"C1 controls are removed", "a\u0080b\u0085c\u008ed\u009ae", "abcde", Events{}},
 	{"format characters are removed", "a\u200bb\ufeffc\u202ed\u00ade\u2066f\U000e0041g\u200dh", "abcdefgh", Events{}},
@@ -233,7 +234,7 @@ func TestCleanerLimits(t *testing.T) {
 	t.Run("an unterminated OSC is abandoned after MaxSequenceBytes", func(t *testing.T) {
 		payload := strings.Repeat("p", MaxSequenceBytes-2) // ESC ] + payload = limit
 		got, _, _ := clean("a\x1b]" + payload + "after\x07")
-		assert.Equal(t, "aafter", got)
+		assert.Equal(t, `aafter\x07`, got, "the BEL after the abandoned OSC is text")
 	})
 	t.Run("an OSC just within MaxSequenceBytes is removed whole", func(t *testing.T) {
 		payload := strings.Repeat("p", MaxSequenceBytes-3) // with BEL = limit
@@ -354,14 +355,17 @@ func checkInvariants(t *testing.T, out []byte, runes int) {
 	}
 }
 
-// plainReference is the expected output for input that holds no escape,
-// C0 (other than TAB, LF, CR), DEL or C1 code point: the decoded text minus
-// format characters.
+// plainReference is the expected output for input that holds no ESC, DEL
+// or C1 code point: the decoded text minus format characters, with C0
+// controls other than TAB, LF and CR shown as \xNN.
 func plainReference(p []byte) (string, bool) {
 	var sb strings.Builder
 	for _, r := range string(p) {
 		switch {
 		case r == '\t' || r == '\n' || r == '\r':
+		case r < 0x20 && r != 0x1b:
+			fmt.Fprintf(&sb, "\\x%02x", r)
+			continue
 		case r < 0x20 || (r >= 0x7f && r <= 0x9f):
 			return "", false
 		case unicode.Is(unicode.Cf, r):
