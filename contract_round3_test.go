@@ -8,7 +8,7 @@ package bgexec
 
 import (
 	"encoding/json"
-	_ "fmt"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -259,4 +259,339 @@ func TestRound3TimeoutGuidanceEverywhere(t *testing.T) {
 		}
 		assert.Equal(t, "a|Exec failed ("+id+", timeout) :: ready\n\n"+wantTimeoutGuidance, text)
 	})
+}
+
+func TestRound3FinishedSessionsAreCapped(t *testing.T) {
+	t.Parallel()
+	for _, way := range bothWays {
+		t.Run(way.name, func(t *testing.T) {
+			reg := newTestRegistry(t, Config{MaxFinishedSessionsPerScope: 3})
+			sc, other := reg.Scope("a"), reg.Scope("b")
+			otherID := way.exec(t, other, &ExecRequest{Command: "echo other", Background: true}).Details.SessionID
+			require.NoError(t, awaitEnd(testCtx(t), sessionOf(reg, otherID)))
+			var ids []string
+			for i := range 5 {
+				res := way.exec(t, sc, &ExecRequest{Command: fmt.Sprintf("echo %d", i), Background: true})
+				require.Equal(t, StatusRunning, res.Details.Status, res.Text())
+				ids = append(ids, res.Details.SessionID)
+				// One after the other, so the order of their ends is known.
+				require.NoError(t, awaitEnd(testCtx(t), sessionOf(reg, ids[i])))
+			}
+			res := way.proc(t, sc, &ProcessRequest{Action: "list"})
+			require.Len(t, res.Details.Sessions, 3, res.Text())
+			for _, id := range ids[:2] {
+				assert.NotContains(t, res.Text(), id)
+				res := way.proc(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
+				assert.Equal(t, "No session found for "+id, res.Text(), "the oldest finished are forgotten")
+			}
+			for _, id := range ids[2:] {
+				assert.Contains(t, res.Text(), id)
+			}
+			res = way.proc(t, other, &ProcessRequest{Action: "poll", SessionID: otherID})
+			assert.Contains(t, res.Text(), "other", "another scope keeps its own")
+		})
+	}
+	t.Run("the default keeps 50", func(t *testing.T) {
+		reg := newTestRegistry(t, Config{})
+		sc := reg.Scope("a")
+		var first string
+		for i := range 52 {
+			id := startBackground(t, sc, &ExecRequest{Command: "true"})
+			if i == 0 {
+				first = id
+			}
+			require.NoError(t, awaitEnd(testCtx(t), sessionOf(reg, id)))
+		}
+		res := mustProcess(t, sc, &ProcessRequest{Action: "list"})
+		assert.Len(t, res.Details.Sessions, DefaultMaxFinishedSessionsPerScope)
+		assert.NotContains(t, res.Text(), first)
+	})
+}
+
+func TestRound3ConfigurationNames(t *testing.T) {
+	t.Parallel()
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	cases := []struct {
+		name string
+		env  map[string]string
+		want Config
+	}{
+		{"the OPENCLAW_BASH_ names are read", map[string]string{"OPENCLAW_BASH_YIELD_MS": "500", "OPENCLAW_BASH_MAX_OUTPUT_CHARS": "5000", "OPENCLAW_BASH_JOB_TTL_MS": "120000"},
+			Config{YieldMs: 500, MaxOutputChars: 5000, JobTTLMs: 120000}},
+		{"the PI_BASH_ names remain aliases", map[string]string{"PI_BASH_YIELD_MS": "600", "PI_BASH_MAX_OUTPUT_CHARS": "6000", "PI_BASH_JOB_TTL_MS": "130000"},
+			Config{YieldMs: 600, MaxOutputChars: 6000, JobTTLMs: 130000}},
+		{"the OPENCLAW_BASH_ names are read first", map[string]string{"OPENCLAW_BASH_YIELD_MS": "500", "PI_BASH_YIELD_MS": "600", "OPENCLAW_BASH_MAX_OUTPUT_CHARS": "5000", "PI_BASH_MAX_OUTPUT_CHARS": "6000", "OPENCLAW_BASH_JOB_TTL_MS": "120000", "PI_BASH_JOB_TTL_MS": "130000"},
+			Config{YieldMs: 500, MaxOutputChars: 5000, JobTTLMs: 120000}},
+		{"a blank OPENCLAW_BASH_ name leaves the alias", map[string]string{"OPENCLAW_BASH_YIELD_MS": " ", "PI_BASH_YIELD_MS": "600"},
+			Config{YieldMs: 600}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, ConfigFromEnv(env(c.env)))
+		})
+	}
+	t.Run("a registry from OPENCLAW_BASH_MAX_OUTPUT_CHARS keeps that much", func(t *testing.T) {
+		cfg := ConfigFromEnv(env(map[string]string{"OPENCLAW_BASH_MAX_OUTPUT_CHARS": "1000", "PI_BASH_MAX_OUTPUT_CHARS": "200000"}))
+		reg := newTestRegistry(t, cfg)
+		for _, way := range bothWays {
+			res := way.exec(t, reg.Scope("a"), &ExecRequest{Command: helper("lines", "500")})
+			assert.True(t, strings.HasPrefix(res.Text(), discardNotice), way.name)
+			assert.LessOrEqual(t, len(res.Details.Aggregated), 1000, way.name)
+		}
+	})
+}
+
+func TestRound3MissingWorkdirFails(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	marker := filepath.Join(dir, "ran")
+	for _, way := range bothWays {
+		for _, c := range []struct{ name, workdir, shown string }{
+			{"a missing directory", filepath.Join(dir, "missing"), filepath.Join(dir, "missing")},
+			{"a file", file, file},
+			{"a missing relative directory", "no-such-dir-xyz", "no-such-dir-xyz"},
+			{"whitespace only", "   ", "   "},
+		} {
+			t.Run(way.name+": "+c.name, func(t *testing.T) {
+				res := way.exec(t, sc, &ExecRequest{Command: "touch " + shellQuote(marker), Workdir: c.workdir})
+				require.True(t, res.IsError, res.Text())
+				assert.Equal(t, StatusFailed, res.Details.Status)
+				assert.Equal(t, `workdir "`+c.shown+`" is unavailable or not a directory: command was not executed. Use an existing directory, or omit workdir for the default.`, res.Text())
+				assert.NoFileExists(t, marker)
+			})
+		}
+		t.Run(way.name+": an existing directory runs", func(t *testing.T) {
+			res := way.exec(t, sc, &ExecRequest{Command: "pwd", Workdir: " " + dir + " "})
+			assert.Equal(t, dir, res.Text())
+		})
+	}
+}
+
+func TestRound3HostEqualToAutoRuns(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	resolved, other := "gateway", "sandbox"
+	if inSandboxSuite() {
+		resolved, other = "sandbox", "gateway"
+	}
+	for _, way := range bothWays {
+		t.Run(way.name, func(t *testing.T) {
+			res := way.exec(t, sc, &ExecRequest{Command: "echo ran", Host: resolved})
+			assert.Equal(t, "ran", res.Text(), "the host auto resolves to runs")
+			res = way.exec(t, sc, &ExecRequest{Command: "echo ran", Host: "auto"})
+			assert.Equal(t, "ran", res.Text())
+			for _, h := range []string{other, "node"} {
+				res = way.exec(t, sc, &ExecRequest{Command: "echo ran", Host: h})
+				require.True(t, res.IsError, res.Text())
+				assert.Equal(t, "exec host not allowed (requested "+h+"; configure tools.exec.host="+h+" to allow).", res.Text())
+			}
+		})
+	}
+}
+
+func TestRound3ActionIsCheckedFirst(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	for _, way := range bothWays {
+		t.Run(way.name, func(t *testing.T) {
+			for _, action := range []string{"bogus", "POLL"} {
+				res := way.proc(t, sc, &ProcessRequest{Action: action})
+				require.True(t, res.IsError)
+				assert.Equal(t, "Unknown action "+action+". Expected one of: "+actionList, res.Text())
+			}
+			res := way.proc(t, sc, &ProcessRequest{Action: "poll"})
+			assert.Equal(t, "sessionId is required for this action.", res.Text(), "a known action still needs its sessionId")
+		})
+	}
+}
+
+func TestRound3ControlCharactersStayVisible(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	for _, way := range bothWays {
+		t.Run(way.name, func(t *testing.T) {
+			res := way.exec(t, sc, &ExecRequest{Command: `printf 'a\001b\007c\000d\033[31me\033[0m\tf\n'`})
+			assert.Equal(t, `a\x01b\x07c\x00de`+"\tf", res.Text())
+
+			id := way.exec(t, sc, &ExecRequest{Command: `printf 'bell\007\n'; exec sleep 60`, Background: true}).Details.SessionID
+			res = way.proc(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(20000))})
+			assert.Equal(t, `bell\x07`+"\n\nProcess still running.", res.Text())
+			way.proc(t, sc, &ProcessRequest{Action: "remove", SessionID: id})
+		})
+	}
+}
+
+func TestRound3FollowUpNamesWhatApplies(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	for _, way := range bothWays {
+		for _, c := range []struct {
+			name string
+			req  ExecRequest
+			want []string
+		}{
+			{"a pipe session with closed stdin", ExecRequest{Command: "exec sleep 60"}, []string{"list", "poll", "log", "kill", "clear", "remove"}},
+			{"a pipe session with open stdin", ExecRequest{Command: "exec sleep 60", Stdin: "pipe"}, []string{"list", "poll", "log", "write", "kill", "clear", "remove"}},
+			{"a PTY session", ExecRequest{Command: "exec sleep 60", PTY: true}, []string{"list", "poll", "log", "write", "send-keys", "submit", "paste", "screen", "kill", "clear", "remove"}},
+		} {
+			t.Run(way.name+": "+c.name, func(t *testing.T) {
+				c.req.Background = true
+				res := way.exec(t, sc, &c.req)
+				require.Equal(t, StatusRunning, res.Details.Status, res.Text())
+				id := res.Details.SessionID
+				defer way.proc(t, sc, &ProcessRequest{Action: "remove", SessionID: id})
+				assert.Equal(t, fmt.Sprintf("Command still running (session %s, pid %d). Use process (%s) for follow-up.", id, res.Details.Pid, strings.Join(c.want, "/")), res.Text())
+				assert.Equal(t, c.want, res.Details.FollowUp)
+			})
+		}
+	}
+}
+
+func TestRound3DetailsExitSignalAndError(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	for _, way := range bothWays {
+		t.Run(way.name, func(t *testing.T) {
+			id := way.exec(t, sc, &ExecRequest{Command: "echo done", Background: true}).Details.SessionID
+			require.NoError(t, awaitEnd(testCtx(t), sessionOf(reg, id)))
+			for _, action := range []string{"log", "poll", "wait"} {
+				res := way.proc(t, sc, &ProcessRequest{Action: action, SessionID: id})
+				d := detailsJSON(t, res)
+				require.Contains(t, d, "exitSignal", "%s: %s", action, res.Text())
+				assert.JSONEq(t, "null", string(d["exitSignal"]), action)
+			}
+			res := way.proc(t, sc, &ProcessRequest{Action: "list"})
+			var list struct {
+				Sessions []map[string]json.RawMessage `json:"sessions"`
+			}
+			b, err := json.Marshal(res.Details)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &list))
+			require.NotEmpty(t, list.Sessions)
+			for _, s := range list.Sessions {
+				require.Contains(t, s, "exitSignal")
+				assert.JSONEq(t, "null", string(s["exitSignal"]))
+			}
+			res = way.exec(t, sc, &ExecRequest{Command: "echo fg"})
+			assert.JSONEq(t, "null", string(detailsJSON(t, res)["exitSignal"]), "a finished exec too")
+
+			for _, req := range []ProcessRequest{
+				{Action: "poll", SessionID: "no-such-session"},
+				{Action: "bogus"},
+				{Action: "write", SessionID: id, Data: "x"},
+			} {
+				res := way.proc(t, sc, &req)
+				require.Equal(t, StatusFailed, res.Details.Status)
+				assert.Equal(t, res.Text(), res.Details.Error, "the reason, as in the text")
+				assert.Equal(t, res.Text(), jsonString(t, detailsJSON(t, res)["error"]))
+			}
+			way.proc(t, sc, &ProcessRequest{Action: "clear", SessionID: id})
+		})
+	}
+}
+
+func jsonString(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var s string
+	require.NoError(t, json.Unmarshal(raw, &s), "%s", raw)
+	return s
+}
+
+func TestRound3KillText(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	for _, way := range bothWays {
+		t.Run(way.name, func(t *testing.T) {
+			id := way.exec(t, sc, &ExecRequest{Command: "echo up; exec sleep 60", Background: true}).Details.SessionID
+			waitFor(t, sc, id, "up")
+			res := way.proc(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+			require.Equal(t, "Killed session "+id+".", res.Text())
+
+			res = way.proc(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
+			assert.Equal(t, "(no new output)\n\nProcess stopped by request (signal SIGTERM).", res.Text(), "wait took the output")
+			assert.Equal(t, StatusFailed, res.Details.Status)
+			assert.Equal(t, ExitReasonKilled, res.Details.ExitReason)
+			assert.Equal(t, "Process stopped by request (signal SIGTERM).", res.Details.Error)
+
+			res = way.proc(t, sc, &ProcessRequest{Action: "log", SessionID: id})
+			assert.Equal(t, "up\n\nProcess stopped by request (signal SIGTERM).", res.Text())
+			assert.Equal(t, ExitReasonKilled, res.Details.ExitReason)
+		})
+	}
+}
+
+// Not parallel: it sets PAGER and GIT_PAGER in the test's environment.
+func TestRound3PagersAreCat(t *testing.T) {
+	t.Setenv("PAGER", "less")
+	t.Setenv("GIT_PAGER", "less -R")
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	for _, way := range bothWays {
+		t.Run(way.name, func(t *testing.T) {
+			res := way.exec(t, sc, &ExecRequest{Command: `echo "$PAGER|$GIT_PAGER"`})
+			assert.Equal(t, "cat|cat", res.Text())
+			for _, key := range []string{"PAGER", "GIT_PAGER"} {
+				res = way.exec(t, sc, &ExecRequest{Command: "true", Env: map[string]string{key: "less"}})
+				require.True(t, res.IsError, res.Text())
+				assert.Equal(t, "Security Violation: Environment variable '"+key+"' is forbidden during host execution.", res.Text())
+			}
+		})
+	}
+}
+
+func TestRound3ElevatedRefusalSaysDirect(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("agent:main:main")
+	runtime := "direct"
+	if inSandboxSuite() {
+		runtime = "sandbox"
+	}
+	for _, way := range bothWays {
+		t.Run(way.name, func(t *testing.T) {
+			res := way.exec(t, sc, &ExecRequest{Command: "true", Elevated: true})
+			require.True(t, res.IsError)
+			assert.Equal(t, "elevated is not available right now (runtime="+runtime+").\nFailing gates: enabled (tools.elevated.enabled)\nContext: session=agent:main:main", res.Text())
+		})
+	}
+}
+
+func TestRound3RetryInMsAfterAPollWithOutput(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	for _, way := range bothWays {
+		t.Run(way.name, func(t *testing.T) {
+			id := way.exec(t, sc, &ExecRequest{Command: helper("cat"), Stdin: "pipe", Background: true}).Details.SessionID
+			defer way.proc(t, sc, &ProcessRequest{Action: "remove", SessionID: id})
+			var got []int64
+			poll := func() {
+				res := way.proc(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
+				require.NotNil(t, res.Details.RetryInMs, res.Text())
+				got = append(got, *res.Details.RetryInMs)
+			}
+			poll()
+			poll()
+			assert.Equal(t, []int64{5000, 10000}, got, "a session's first empty polls")
+
+			way.proc(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "x\n"})
+			res := way.proc(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(20000))})
+			require.Equal(t, "x\n\nProcess still running.", res.Text())
+			got = []int64{*res.Details.RetryInMs}
+			for range 4 {
+				poll()
+			}
+			assert.Equal(t, []int64{5000, 10000, 30000, 60000, 60000}, got, "a poll with output, then empty polls")
+		})
+	}
 }
