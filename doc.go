@@ -26,8 +26,20 @@
 //   - clear and remove forget it.
 //
 // A finished backgrounded session is kept for the TTL (30 min) after its
-// end, then reaped by the registry's single sweeper goroutine. The timeout
-// (30 min default) applies in the foreground and in the background.
+// end, then reaped by the registry's single sweeper goroutine; a scope
+// keeps at most 50 of them (Config.MaxFinishedSessionsPerScope), forgetting
+// the one that ended first. The timeout (timeoutSeconds, 30 min default;
+// timeout is its older name) applies in the foreground and in the
+// background. A timed-out command may have done part of its work: exec,
+// poll, log and the exit event say so and ask to verify the state before
+// retrying, and its list line carries "[timed out]". poll and log of a
+// killed session say "Process stopped by request (signal SIGTERM)."
+//
+// exec's optional title (at most 120 characters) is kept with the session
+// and returned as details.title by exec, poll and list. A running result's
+// follow-up line names the process actions that apply to the session
+// (write only when its stdin takes input, send-keys, submit, paste and
+// screen only on a terminal), and details.followUp lists them.
 //
 // When the shell exits while processes it started still run (`npm run dev
 // &`, `nohup x &`, a daemon), they are kept, not killed: exec returns at
@@ -64,8 +76,9 @@
 //	… carry on; when the server exits, a [Notifier] event wakes the agent.
 //
 // Polling is for status on demand, not for scheduling: poll returns
-// retryInMs, 5 s for a poll with output and for the first empty one, then
-// 10 s, 30 s and 60 s for repeated empty polls.
+// retryInMs, 5 s for a poll with output, then 10 s, 30 s and 60 s for the
+// empty polls after it; a session never polled with output starts at 5 s
+// for its first empty poll.
 //
 // For a full-screen program, read the screen, waiting for it to settle
 // before each key press:
@@ -96,7 +109,9 @@
 // No event is sent for a session the agent ended itself (kill, remove), a
 // foreground run, or a quiet success (exit 0, no output) unless
 // NotifyOnExitEmptySuccess is set. Event texts name the whole session id,
-// which can be passed back to process. [Queue] is a ready-made Notifier
+// which can be passed back to process. A Heartbeat may still arrive for an
+// event a poll then withdrew; a runtime treats a heartbeat that finds no
+// events as nothing to do. [Queue] is a ready-made Notifier
 // with per-scope FIFOs that implements [Retractor].
 //
 // # Exit notices in results
@@ -146,10 +161,11 @@
 // which keeps the last MaxOutputChars characters (code points of the
 // decoded UTF-8; invalid bytes become U+FFFD). Each stream also has a
 // pending buffer for the next poll, capped per stream. Model-facing text is
-// cleaned: ANSI escape sequences are removed whole, as are C0 controls
-// other than TAB, LF and CR, DEL, C1 controls and Unicode format
-// characters; the cleaner keeps state across reads. Caps count cleaned
-// characters. Texts start with a notice when output was dropped at a cap;
+// cleaned: ANSI escape sequences are removed whole, as are DEL, C1
+// controls and Unicode format characters, and the C0 controls other than
+// TAB, LF and CR stay visible as the four characters \xNN (a NUL is
+// \x00); the cleaner keeps state across reads. Caps count cleaned
+// characters, so such a control counts four. Texts start with a notice when output was dropped at a cap;
 // a poll's notice tells output dropped only from its pending buffer (still
 // in log) from output the retention cap dropped for good. Memory per
 // session stays bounded by the caps whatever the child prints.
@@ -419,7 +435,9 @@
 // # Approvals
 //
 // Config.Security, Config.Ask and Config.Allowlist decide which commands
-// run; a call may only make the levels stricter. Under "allowlist" (and
+// run; a call may only make the levels stricter. ask "on-miss" asks only
+// when security is "allowlist" and the allowlist misses; under "full"
+// nothing misses, so only "always" asks there. Under "allowlist" (and
 // for "on-miss" approvals) the command line is parsed as shell, in the
 // dialect of the configured shell (both POSIX and Bash for sh, whose
 // quoting differs between dash and bash), by mvdan.cc/sh/v3/syntax, the
@@ -594,7 +612,17 @@
 // for the model; a command that exits non-zero is "completed", with its
 // exit code. A Go error means the call could not be made: a nil request,
 // malformed JSON or a wrong type in [Scope.Call], a closed registry
-// ([ErrClosed]), or a context that ended first.
+// ([ErrClosed]), or a context that ended first. Every result about an
+// ended session carries exitSignal (null when no signal ended it), and
+// every failed process result carries error, the reason its text gives.
+//
+// [Scope.Call] runs a call with keys the schema does not define, as the
+// reference tools do, after the first line
+// "Warning: ignored unknown parameter(s): a, b."; keys match exactly
+// ("Command" is not "command"). A key given twice in one JSON object, env
+// included, is refused and nothing runs. A workdir that is not an existing
+// directory is refused too: a command meant for one directory never runs
+// in another. A host equal to what auto resolves to runs.
 //
 // # Platform
 //
