@@ -111,10 +111,10 @@ func TestExecBadInput(t *testing.T) {
 		{"a PATH override", ExecRequest{Command: "true", Env: map[string]string{"PATH": "/tmp"}}, "Security Violation: Custom 'PATH' variable is forbidden during host execution."},
 		{"a blocked env key", ExecRequest{Command: "true", Env: map[string]string{"LD_PRELOAD": "x"}}, "Security Violation: Environment variable 'LD_PRELOAD' is forbidden during host execution."},
 		{"an env key with =", ExecRequest{Command: "true", Env: map[string]string{"A=B": "x"}}, "Security Violation: invalid non-portable override keys: A=B."},
-		{"an absurd timeout", ExecRequest{Command: "true", Timeout: ptr(1e12)}, "Invalid timeout 1e+12: the largest timeout is 2592000 seconds (30 days); pass <= 0 for none."},
+		{"an absurd timeout", ExecRequest{Command: "true", Timeout: ptr(1e12)}, "Invalid timeoutSeconds 1e+12: the largest timeout is 2592000 seconds (30 days); pass <= 0 for none."},
 		{"an unknown stdin mode", ExecRequest{Command: "true", Stdin: "socket"}, `Invalid stdin "socket": use "closed" or "pipe".`},
 		{"another host", ExecRequest{Command: "true", Host: "node"}, "exec host not allowed (requested node; configure tools.exec.host=node to allow)."},
-		{"elevation that is not enabled", ExecRequest{Command: "true", Elevated: true}, "elevated is not available right now (runtime=" + suiteHost() + ").\nFailing gates: enabled (tools.elevated.enabled)\nContext: session=a"},
+		{"elevation that is not enabled", ExecRequest{Command: "true", Elevated: true}, "elevated is not available right now (runtime=" + map[string]string{"gateway": "direct", "sandbox": "sandbox"}[suiteHost()] + ").\nFailing gates: enabled (tools.elevated.enabled)\nContext: session=a"},
 		{"security deny", ExecRequest{Command: "true", Security: "deny"}, "exec denied: host=" + suiteHost() + " security=deny"},
 	}
 	for _, c := range cases {
@@ -164,7 +164,7 @@ func TestExecBackground(t *testing.T) {
 		assert.Regexp(t, `^[a-z]+-[a-z]+$`, d.SessionID)
 		assert.Positive(t, d.Pid)
 		assert.InDelta(t, time.Now().UnixMilli(), d.StartedAt, 60000)
-		want := "Command still running (session " + d.SessionID + ", pid " + itoa(d.Pid) + "). Use process (list/poll/log/write/kill/clear/remove) for follow-up."
+		want := "Command still running (session " + d.SessionID + ", pid " + itoa(d.Pid) + "). Use process (list/poll/log/kill/clear/remove) for follow-up."
 		require.True(t, strings.HasPrefix(res.Text(), want), res.Text())
 		if rest := strings.TrimPrefix(res.Text(), want); rest != "" {
 			assert.Equal(t, "\n\nOutput so far:\nready", rest, "the helper may have printed already")
@@ -242,7 +242,7 @@ func TestExecTimeout(t *testing.T) {
 		assert.Equal(t, ExitReasonTimeout, d.ExitReason)
 		require.NotNil(t, d.TimedOut)
 		assert.True(t, *d.TimedOut)
-		assert.Contains(t, res.Text(), "Command timed out after 9.5 seconds. If this command is expected to take longer, re-run with a higher timeout (e.g., exec timeout=300).")
+		assert.Contains(t, res.Text(), "Command timed out after 9.5 seconds.\n\nThe command was terminated, but external side effects may already have completed.")
 		var pid int
 		for _, l := range strings.Split(d.Aggregated, "\n") {
 			if v, ok := strings.CutPrefix(l, "grandchild "); ok {
@@ -258,7 +258,7 @@ func TestExecTimeout(t *testing.T) {
 		res := waitExit(t, sc, id)
 		assert.Equal(t, ExitReasonTimeout, res.Details.ExitReason)
 		assert.Equal(t, StatusFailed, res.Details.Status)
-		assert.True(t, strings.HasSuffix(res.Text(), "Process exited with timeout."), res.Text())
+		assert.True(t, strings.HasSuffix(res.Text(), "Process exited with timeout.\n\n"+timeoutGuidance), res.Text())
 	})
 
 	t.Run("timeout zero means none", func(t *testing.T) {
@@ -312,16 +312,10 @@ func TestExecWorkdir(t *testing.T) {
 		res := mustExec(t, sc, &ExecRequest{Command: "pwd", Workdir: "  " + sub + " "})
 		assert.Equal(t, sub, res.Text())
 	})
-	t.Run("a missing workdir falls back with a warning", func(t *testing.T) {
+	t.Run("a missing workdir fails and nothing runs", func(t *testing.T) {
 		res := mustExec(t, sc, &ExecRequest{Command: "pwd", Workdir: "/does/not/exist"})
-		assert.Equal(t, `Warning: workdir "/does/not/exist" is unavailable; using "`+dir+`".`+"\n\n"+dir, res.Text())
-	})
-	t.Run("without a configured default the fallback is the process's cwd", func(t *testing.T) {
-		reg := newTestRegistry(t, Config{})
-		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "pwd", Workdir: "/does/not/exist"})
-		wd, err := os.Getwd()
-		require.NoError(t, err)
-		assert.Equal(t, `Warning: workdir "/does/not/exist" is unavailable; using "`+wd+`".`+"\n\n"+wd, res.Text())
+		require.True(t, res.IsError)
+		assert.Equal(t, `workdir "/does/not/exist" is unavailable or not a directory: command was not executed. Use an existing directory, or omit workdir for the default.`, res.Text())
 	})
 }
 

@@ -119,7 +119,7 @@ func TestExitNotifications(t *testing.T) {
 		}},
 		{name: "a timeout notifies with the timeout label", run: func(t *testing.T, reg *Registry, sc *Scope) {
 			awaitDone(t, reg, start(t, sc, &ExecRequest{Command: "echo waiting; sleep 30", Timeout: ptr(3.0)}))
-		}, want: []string{"Exec failed (%s, timeout) :: waiting"}, beats: 1},
+		}, want: []string{"Exec failed (%s, timeout) :: waiting\n\n" + timeoutGuidance}, beats: 1},
 		{name: "a quiet success does not notify", run: func(t *testing.T, reg *Registry, sc *Scope) {
 			awaitDone(t, reg, start(t, sc, &ExecRequest{Command: "true"}))
 		}},

@@ -77,18 +77,20 @@ func TestApprovalsAndElevation(t *testing.T) {
 		res := mustExec(t, reg.Scope("agent:admin"), &ExecRequest{Command: "echo up", Elevated: true})
 		assert.Equal(t, "up", res.Text())
 		res = mustExec(t, reg.Scope("agent:guest"), &ExecRequest{Command: "echo up", Elevated: true})
-		assert.Equal(t, "elevated is not available right now (runtime="+suiteHost()+").\nFailing gates: allowFrom (tools.elevated.allowFrom)\nContext: session=agent:guest", res.Text())
+		assert.Equal(t, "elevated is not available right now (runtime="+map[string]string{"gateway": "direct", "sandbox": "sandbox"}[suiteHost()]+").\nFailing gates: allowFrom (tools.elevated.allowFrom)\nContext: session=agent:guest", res.Text())
 		reg = newTestRegistry(t, Config{})
 		res = mustExec(t, reg.Scope("agent:main:main"), &ExecRequest{Command: "echo up", Elevated: true})
-		assert.Equal(t, "elevated is not available right now (runtime="+suiteHost()+").\nFailing gates: enabled (tools.elevated.enabled)\nContext: session=agent:main:main", res.Text())
+		assert.Equal(t, "elevated is not available right now (runtime="+map[string]string{"gateway": "direct", "sandbox": "sandbox"}[suiteHost()]+").\nFailing gates: enabled (tools.elevated.enabled)\nContext: session=agent:main:main", res.Text())
 	})
 	t.Run("a per-call host must equal the configured one", func(t *testing.T) {
 		reg := newTestRegistry(t, Config{})
-		for _, h := range []string{"", "auto", "AUTO"} {
+		// A host equal to what auto resolves to runs.
+		other := map[string]string{"gateway": "sandbox", "sandbox": "gateway"}[suiteHost()]
+		for _, h := range []string{"", "auto", "AUTO", suiteHost()} {
 			res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo here", Host: h})
 			require.Equal(t, "here", res.Text(), "host %q", h)
 		}
-		for _, h := range []string{"gateway", "sandbox", "node"} {
+		for _, h := range []string{other, "node"} {
 			res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo here", Host: h})
 			assert.Equal(t, "exec host not allowed (requested "+h+"; configure tools.exec.host="+h+" to allow).", res.Text())
 		}

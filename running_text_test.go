@@ -14,7 +14,7 @@ func TestRunningTextShowsTheOutputSoFar(t *testing.T) {
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	running := func(d Details) string {
-		return "Command still running (session " + d.SessionID + ", pid " + itoa(d.Pid) + "). Use process (list/poll/log/write/kill/clear/remove) for follow-up."
+		return "Command still running (session " + d.SessionID + ", pid " + itoa(d.Pid) + "). Use process (list/poll/log/kill/clear/remove) for follow-up." // closed stdin: no write
 	}
 
 	t.Run("without output the text is the reference text", func(t *testing.T) {

@@ -112,8 +112,6 @@ func TestRefinementAggregatedIsTheOutputPartOfTheText(t *testing.T) {
 			"partial\n\nCommand aborted by signal SIGKILL", "partial"},
 		{"a failure without output is the empty string", ExecRequest{Command: "kill -9 $$"},
 			"Command aborted by signal SIGKILL", ""},
-		{"a warning is not part of it", ExecRequest{Command: "echo here", Workdir: "/does/not/exist"},
-			"", "here"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -145,25 +143,36 @@ func TestRefinementAggregatedIsTheOutputPartOfTheText(t *testing.T) {
 		poll := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
 		assert.Equal(t, "  bg  \n", poll.Details.Aggregated)
 	})
+	t.Run("a warning is not part of it", func(t *testing.T) {
+		// A missing workdir no longer warns (it fails); the disabled
+		// background does.
+		reg := newTestRegistry(t, Config{BackgroundDisabled: true})
+		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo here", Background: true})
+		assert.Equal(t, "Warning: background execution is disabled; running synchronously.\n\nhere", res.Text())
+		assert.Equal(t, "here", res.Details.Aggregated)
+	})
 }
 
+// A per-call workdir that does not exist fails (the third round); only a
+// configured default removed after NewRegistry still falls back, in this
+// order.
 func TestRefinementWorkdirFallbackOrder(t *testing.T) {
-	t.Run("the configured workdir comes first", func(t *testing.T) {
-		dir := t.TempDir()
-		reg := newTestRegistry(t, Config{Workdir: dir})
-		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "pwd", Workdir: "/does/not/exist"})
-		assert.Equal(t, `Warning: workdir "/does/not/exist" is unavailable; using "`+dir+`".`+"\n\n"+dir, res.Text())
-		assert.Equal(t, dir, res.Details.Cwd)
-	})
-	t.Run("without one the process's cwd comes next", func(t *testing.T) {
+	// vanishing returns a configured workdir that is gone once the registry runs.
+	vanishing := func(t *testing.T) (*Registry, string) {
+		cfgDir := filepath.Join(t.TempDir(), "configured")
+		require.NoError(t, os.Mkdir(cfgDir, 0o755))
+		reg := newTestRegistry(t, Config{Workdir: cfgDir})
+		require.NoError(t, os.Remove(cfgDir))
+		return reg, cfgDir
+	}
+	t.Run("a configured workdir that vanished falls back to the process's cwd", func(t *testing.T) {
 		dir, err := filepath.EvalSymlinks(t.TempDir())
 		require.NoError(t, err)
 		t.Chdir(dir)
-		reg := newTestRegistry(t, Config{})
-		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "pwd", Workdir: "/does/not/exist"})
-		assert.Equal(t, `Warning: workdir "/does/not/exist" is unavailable; using "`+dir+`".`+"\n\n"+dir, res.Text())
-		res = mustExec(t, reg.Scope("a"), &ExecRequest{Command: "pwd"})
-		assert.Equal(t, dir, res.Text(), "and it is the default")
+		reg, cfgDir := vanishing(t)
+		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "pwd"})
+		assert.Equal(t, `Warning: workdir "`+cfgDir+`" is unavailable; using "`+dir+`".`+"\n\n"+dir, res.Text())
+		assert.Equal(t, dir, res.Details.Cwd)
 	})
 	t.Run("when the cwd is gone too, HOME", func(t *testing.T) {
 		home, err := filepath.EvalSymlinks(t.TempDir())
@@ -176,18 +185,16 @@ func TestRefinementWorkdirFallbackOrder(t *testing.T) {
 		_, err = os.Getwd()
 		require.Error(t, err, "the cwd no longer exists")
 
-		reg := newTestRegistry(t, Config{})
-		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "pwd", Workdir: "/does/not/exist"})
-		assert.Equal(t, `Warning: workdir "/does/not/exist" is unavailable; using "`+home+`".`+"\n\n"+home, res.Text())
-		res = mustExec(t, reg.Scope("a"), &ExecRequest{Command: "pwd"})
-		assert.Equal(t, home, res.Text(), "and it is the default")
+		reg, cfgDir := vanishing(t)
+		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "pwd"})
+		assert.Equal(t, `Warning: workdir "`+cfgDir+`" is unavailable; using "`+home+`".`+"\n\n"+home, res.Text())
 	})
-	t.Run("the paths are quoted literally, without escaping", func(t *testing.T) {
+	t.Run("a per-call workdir is quoted literally, without escaping", func(t *testing.T) {
 		dir := t.TempDir()
 		reg := newTestRegistry(t, Config{Workdir: dir})
 		wd := "/no/\"such\"\\dir\twith é"
 		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "true", Workdir: "  " + wd + " "})
-		assert.Equal(t, `Warning: workdir "`+wd+`" is unavailable; using "`+dir+`".`+"\n\n(no output)", res.Text())
+		assert.Equal(t, `workdir "`+wd+`" is unavailable or not a directory: command was not executed. Use an existing directory, or omit workdir for the default.`, res.Text())
 	})
 }
 
@@ -280,7 +287,7 @@ func TestRefinementRetryInMsStartsAt5000(t *testing.T) {
 	res := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(20000))})
 	require.Equal(t, "x\n\nProcess still running.", res.Text())
 	assert.Equal(t, int64(5000), *res.Details.RetryInMs, "a poll with output resets it")
-	assert.Equal(t, []int64{5000, 10000, 30000}, emptyPolls(3), "and the backoff starts over")
+	assert.Equal(t, []int64{10000, 30000, 60000}, emptyPolls(3), "and the empty polls after it go on from there")
 
 	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 }
@@ -512,12 +519,13 @@ func TestRefinementUnknownActions(t *testing.T) {
 	}{
 		{"an unknown action through Call", `{"action":"restart","sessionId":"` + id + `"}`, ProcessRequest{}, unknown("restart")},
 		{"an unknown action through Process", "", ProcessRequest{Action: "restart", SessionID: id}, unknown("restart")},
-		{"an unknown action without sessionId through Call", `{"action":"restart"}`, ProcessRequest{}, "sessionId is required for this action."},
-		{"an unknown action without sessionId through Process", "", ProcessRequest{Action: "restart"}, "sessionId is required for this action."},
+		// The third round checks the action first.
+		{"an unknown action without sessionId through Call", `{"action":"restart"}`, ProcessRequest{}, unknown("restart")},
+		{"an unknown action without sessionId through Process", "", ProcessRequest{Action: "restart"}, unknown("restart")},
 		{"an upper-case action through Call", `{"action":"POLL","sessionId":"` + id + `"}`, ProcessRequest{}, unknown("POLL")},
 		{"an upper-case action through Process", "", ProcessRequest{Action: "POLL", SessionID: id}, unknown("POLL")},
 		{"a capitalised kill through Call", `{"action":"Kill","sessionId":"` + id + `"}`, ProcessRequest{}, unknown("Kill")},
-		{"a capitalised list through Process", "", ProcessRequest{Action: "List"}, "sessionId is required for this action."},
+		{"a capitalised list through Process", "", ProcessRequest{Action: "List"}, unknown("List")},
 		{"a capitalised list with a sessionId", "", ProcessRequest{Action: "List", SessionID: id}, unknown("List")},
 		{"an action with spaces", "", ProcessRequest{Action: " poll", SessionID: id}, unknown(" poll")},
 		{"an empty action through Call", `{"action":"","sessionId":"` + id + `"}`, ProcessRequest{}, unknown("")},

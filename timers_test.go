@@ -138,7 +138,7 @@ func TestTimeoutAndGraceUnderFakeClock(t *testing.T) {
 		start = time.Now()
 		poll, err := sc.Process(context.Background(), &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(120000))})
 		require.NoError(t, err)
-		assert.Equal(t, "(no new output)\n\nProcess exited with timeout.", poll.Text())
+		assert.Equal(t, "(no new output)\n\nProcess exited with timeout.\n\n"+timeoutGuidance, poll.Text())
 		assert.Equal(t, 4*time.Second, time.Since(start))
 	})
 }

@@ -32,7 +32,7 @@ func Example() {
 	// assistant -> exec {"command":"echo shell ok"}
 	// tool: shell ok
 	// assistant -> exec {"command":"sleep 0.2; echo compiling; sleep 0.3; echo build ok","background":true}
-	// tool: Command still running (session <id>, pid <pid>). Use process (list/poll/log/write/kill/clear/remove) for follow-up.
+	// tool: Command still running (session <id>, pid <pid>). Use process (list/poll/log/kill/clear/remove) for follow-up.
 	// assistant: The build is running in the background; I will report when it finishes.
 	// [woken: exec:<id>:exit]
 	// system: Exec completed (<id>, code 0) :: compiling build ok
