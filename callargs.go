@@ -49,19 +49,21 @@ func prepareArgs(tool string, args json.RawMessage) (clean json.RawMessage, unkn
 	} else if !ok {
 		return args, nil, ""
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
-		return args, nil, ""
-	}
 	known := toolProperties()[tool]
 	for _, k := range topLevelKeys(args) {
 		if !slices.Contains(known, k) {
 			unknown = append(unknown, k)
-			delete(obj, k)
 		}
 	}
 	if len(unknown) == 0 {
 		return args, nil, ""
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+		return args, nil, ""
+	}
+	for _, k := range unknown {
+		delete(obj, k)
 	}
 	b, err := json.Marshal(obj)
 	if err != nil {

@@ -48,6 +48,9 @@ func FuzzCall(f *testing.F) {
 	f.Add(false, []byte(`{"action":"wait","sessionId":"x","pattern":"(","port":70000}`))
 	f.Add(false, []byte(`{"action":"resize","sessionId":"x","cols":0}`))
 	f.Add(false, []byte(`not json`))
+	f.Add(true, []byte(`{"command":"echo first","command":"echo second"}`))
+	f.Add(true, []byte(`{"command":"ls","Command":"rm -rf x","env":{"A":"1","A":"2"}}`))
+	f.Add(false, []byte(`{"action":"list","extra":[{"a":1,"a":2}]}`))
 	f.Fuzz(func(t *testing.T, exec bool, args []byte) {
 		tool := "process"
 		if exec {
