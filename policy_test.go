@@ -130,9 +130,9 @@ func TestOutputCapsWithRealProcesses(t *testing.T) {
 		poll = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
 		assert.Equal(t, "(no new output)\n\nProcess exited with code 0.", poll.Text(), "the poll notice is about what the poll lost")
 	})
-	t.Run("escape sequences and controls are removed from pipe output", func(t *testing.T) {
+	t.Run("escape sequences are removed from pipe output and other controls shown", func(t *testing.T) {
 		res := mustExec(t, sc, &ExecRequest{Command: `printf 'a\033[1;31mb\033[0m\033]0;t\007c\001\002d\té\n'`})
-		assert.Equal(t, "abcd\té", res.Text())
+		assert.Equal(t, `abc\x01\x02d`+"\té", res.Text())
 	})
 	t.Run("a character split across writes is decoded whole", func(t *testing.T) {
 		res := mustExec(t, sc, &ExecRequest{Command: `printf '\344'; sleep 0.1; printf '\275\240\n'`})

@@ -128,7 +128,7 @@ func TestProcessListPollLog(t *testing.T) {
 			assert.Equal(t, "(no new output)\n\nProcess still running.", res.Text())
 			got = append(got, *res.Details.RetryInMs)
 		}
-		assert.Equal(t, []int64{5000, 10000, 30000, 60000}, got, "the first empty poll still says 5000")
+		assert.Equal(t, []int64{10000, 30000, 60000, 60000}, got, "the empty polls after a poll with output go on from its 5000")
 	})
 
 	t.Run("a poll with a timeout returns when output arrives", func(t *testing.T) {
