@@ -66,5 +66,5 @@ func ExampleScope_Call() {
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
 	// Output:
-	// {"content":[{"type":"text","text":"No session found for nope"}],"details":{"status":"failed"},"isError":true}
+	// {"content":[{"type":"text","text":"No session found for nope"}],"details":{"status":"failed","error":"No session found for nope"},"isError":true}
 }

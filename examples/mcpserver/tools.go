@@ -130,8 +130,11 @@ type sessionOutput struct {
 const maxCommandChars = 500
 
 // droppedDetails are the fields of bgexec.Details the structured content
-// leaves out, because the text already holds them.
-func droppedDetails() []string { return []string{"aggregated", "tail", "matched"} }
+// leaves out, because the text already holds them (error is a failure's
+// text, followUp the running text's follow-up line).
+func droppedDetails() []string {
+	return []string{"aggregated", "tail", "matched", "error", "followUp"}
+}
 
 func outputOf(d *bgexec.Details) toolOutput {
 	o := toolOutput{
