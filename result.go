@@ -86,7 +86,10 @@ type Details struct {
 	TimedOut *bool `json:"timedOut,omitzero"`
 	// Name is the derived "verb target" name of the command.
 	Name string `json:"name,omitzero"`
-	// RetryInMs suggests when to poll a running session again, in milliseconds.
+	// RetryInMs suggests when to poll a running session again, in
+	// milliseconds (poll): 5000 after a poll with output, then 10000, 30000
+	// and 60000 for the empty polls after it; a session never polled with
+	// output starts at 5000.
 	RetryInMs *int64 `json:"retryInMs,omitzero"`
 	// TotalLines counts every line the session printed, dropped ones
 	// included (log); TotalChars is the retained output's length in code
