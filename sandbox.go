@@ -70,6 +70,9 @@ type sandboxPlan struct {
 	hide     []string
 	minimal  bool
 	seccomp  []byte // the BPF program handed to bwrap --seccomp
+	// testHook, set only by tests (export_test.go), runs at each stage
+	// of a spawn, on the thread that forks bwrap.
+	testHook func(stage string)
 }
 
 // resolveSandbox validates sb. home is the host user's $HOME.

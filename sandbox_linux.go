@@ -233,6 +233,10 @@ func sandboxCommand(spec *spawnSpec, extra []*os.File) (path string, args []stri
 	if err := unix.Access(spec.path, unix.X_OK); err != nil {
 		return "", nil, nil, &os.PathError{Op: "fork/exec", Path: spec.path, Err: err}
 	}
+	if h := spec.sandbox.testHook; h != nil {
+		h("checked")
+		h("opened")
+	}
 	f, err := seccompFile(spec.sandbox.seccomp)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("sandbox seccomp filter: %w", err)
