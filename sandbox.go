@@ -1,10 +1,13 @@
 package bgexec
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -70,9 +73,20 @@ type sandboxPlan struct {
 	hide     []string
 	minimal  bool
 	seccomp  []byte // the BPF program handed to bwrap --seccomp
+	// workdir is Config.Workdir with its symbolic links resolved at
+	// NewRegistry; "" means the process's working directory, looked up
+	// at each call.
+	workdir string
 	// testHook, set only by tests (export_test.go), runs at each stage
 	// of a spawn, on the thread that forks bwrap.
 	testHook func(stage string)
+}
+
+// sandboxRoot is a directory a sandboxed call's workdir may lie in.
+type sandboxRoot struct {
+	path      string
+	readOnly  bool
+	isDefault bool
 }
 
 // resolveSandbox validates sb. home is the host user's $HOME.
@@ -133,13 +147,17 @@ func sandboxPaths(field string, in []string, mustExist bool) ([]string, error) {
 }
 
 // writableSummary names what a sandboxed command may write, for the tool
-// description and the read-only hint: cwd ("" = "the working directory"),
-// /tmp, the writable paths and the hidden ones.
-func (p *sandboxPlan) writableSummary(cwd string) string {
+// description and the read-only hint: cwd ("" = "the working directory")
+// unless it lies in a read-only path, /tmp, the writable paths and the
+// hidden ones.
+func (p *sandboxPlan) writableSummary(cwd string, cwdReadOnly bool) string {
 	if cwd == "" {
 		cwd = "the working directory"
 	}
-	parts := []string{cwd}
+	var parts []string
+	if !cwdReadOnly {
+		parts = append(parts, cwd)
+	}
 	parts = append(parts, p.writable...)
 	parts = append(parts, "/tmp (private to the command, emptied when it ends)")
 	if len(p.hide) > 0 {
@@ -149,9 +167,24 @@ func (p *sandboxPlan) writableSummary(cwd string) string {
 }
 
 // readOnlyHint is the line the first "Read-only file system" of a
-// sandboxed session adds to a result.
-func (p *sandboxPlan) readOnlyHint(cwd string) string {
-	return "Note: this command runs in a sandbox where the file system is read-only except " + p.writableSummary(cwd) + "."
+// sandboxed session adds to a result; cwdReadOnly says the working
+// directory lies in a read-only path.
+func (p *sandboxPlan) readOnlyHint(cwd string, cwdReadOnly bool) string {
+	h := "Note: this command runs in a sandbox where the file system is read-only except " + p.writableSummary(cwd, cwdReadOnly) + "."
+	if cwdReadOnly {
+		h += " Its working directory, " + cwd + ", lies in a read-only path: to write there, use a workdir in a writable one."
+	}
+	return h
+}
+
+// workdirSummary names where a workdir may lie, for the tool description.
+func (p *sandboxPlan) workdirSummary() string {
+	parts := []string{"the default working directory"}
+	parts = append(parts, p.writable...)
+	for _, r := range p.readOnly {
+		parts = append(parts, r+" (read-only)")
+	}
+	return "A workdir must lie in " + strings.Join(parts, ", ") + "."
 }
 
 // ToolDefinitions returns the tool definitions as [ToolDefinitions] does,
@@ -191,8 +224,9 @@ func describeTools(p *sandboxPlan) []ToolDefinition {
 		// The first line, which says where commands run, is replaced.
 		_, rest, _ := strings.Cut(defs[0].Description, "\n")
 		defs[0].Description = "Run a shell command in a sandbox (the shell's -c, so pipes, && and globs work). " +
-			"The sandbox has " + net + "; the file system is read-only except " + p.writableSummary("") +
-			"; other processes of the machine are invisible. Processes a command leaves running in the background end with it." +
+			"The sandbox has " + net + "; the file system is read-only except " + p.writableSummary("", false) +
+			"; other processes of the machine are invisible. Processes a command leaves running in the background end with it. " +
+			p.workdirSummary() +
 			"\n" + rest
 	}
 	return defs
@@ -225,28 +259,124 @@ func userHome() string {
 }
 
 // prepare makes spec a sandboxed spawn in cwd, or returns the failure text
-// when cwd cannot be the sandbox's writable working directory.
+// when cwd may not be the sandbox's working directory (see placeWorkdir)
+// or a configured path has changed since NewRegistry. The spawn opens the
+// directories again without following links and binds what it opened.
 func (p *sandboxPlan) prepare(spec *spawnSpec, cwd string) string {
-	real, err := filepath.EvalSymlinks(cwd)
-	if err != nil {
-		return fmt.Sprintf("The sandbox cannot use the workdir %q (%v); pass an existing directory.", cwd, err)
-	}
-	if real == "/" {
-		return `The sandbox does not make the whole file system writable, so the workdir cannot be "/"; pass a directory below it.`
+	real, root, msg := p.placeWorkdir(cwd)
+	if msg != "" {
+		return msg
 	}
 	for _, b := range slices.Concat(p.writable, p.readOnly) {
-		if _, err := os.Stat(b); err != nil {
+		f, err := openRealPath(b)
+		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Sprintf("The sandbox cannot start: its path %q no longer exists (%v).", b, err)
 		}
+		if err != nil {
+			return fmt.Sprintf("The sandbox cannot start: its path %q is no longer the directory it was at NewRegistry (%v): command was not executed.", b, err)
+		}
+		_ = f.Close() // Best effort: an O_PATH descriptor, only looked at.
 	}
-	spec.sandbox, spec.sandboxDir = p, real
-	spec.env = p.environ(spec.env, real)
+	spec.sandbox, spec.sandboxDir, spec.sandboxReadOnly = p, real, root.readOnly
+	spec.env = p.environ(spec.env, real, root.readOnly)
 	return ""
 }
 
+// defaultRoot is the real path of the directory a call without workdir
+// runs in: Config.Workdir as resolved at NewRegistry (not resolved again,
+// so a link put in its place since is refused at the spawn rather than
+// followed), else the process's working directory; "" when unknown.
+func (p *sandboxPlan) defaultRoot() string {
+	d := defaultWorkdir(p.workdir)
+	if p.workdir != "" && d == p.workdir {
+		return d
+	}
+	real, err := filepath.EvalSymlinks(d)
+	if err != nil {
+		return ""
+	}
+	return real
+}
+
+// roots lists the directories a workdir may lie in: the default workdir
+// and the writable paths (read-write), and the read-only paths. The root
+// directory never is one.
+func (p *sandboxPlan) roots() []sandboxRoot {
+	var out []sandboxRoot
+	if d := p.defaultRoot(); d != "" && d != "/" {
+		out = append(out, sandboxRoot{path: d, isDefault: true})
+	}
+	for _, w := range p.writable {
+		out = append(out, sandboxRoot{path: w})
+	}
+	for _, r := range p.readOnly {
+		out = append(out, sandboxRoot{path: r, readOnly: true})
+	}
+	return out
+}
+
+// placeWorkdir resolves every symbolic link of cwd on the host and finds
+// the root it lies in: the deepest root that holds it, read-write over
+// read-only on the same path. A workdir in no root, or at or below a
+// hidden path that its root does not lie in, gets the failure text.
+func (p *sandboxPlan) placeWorkdir(cwd string) (real string, root sandboxRoot, msg string) {
+	real, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		return "", root, fmt.Sprintf("The sandbox cannot use the workdir %q (%v); pass an existing directory.", cwd, err)
+	}
+	if real == "/" {
+		return "", root, `The sandbox does not make the whole file system writable, so the workdir cannot be "/"; pass a directory below it.`
+	}
+	roots := p.roots()
+	best := -1
+	for i, r := range roots {
+		if !within(real, r.path) {
+			continue
+		}
+		if best < 0 || len(r.path) > len(roots[best].path) || (r.path == roots[best].path && roots[best].readOnly && !r.readOnly) {
+			best = i
+		}
+	}
+	shown := strconv.Quote(cwd)
+	if real != cwd {
+		shown += " (" + strconv.Quote(real) + " on the host)"
+	}
+	if best < 0 {
+		return "", root, "workdir " + shown + " is outside the sandbox's paths: command was not executed. " + rootsAdvice(roots)
+	}
+	for _, h := range p.hide {
+		if within(real, h) && !within(roots[best].path, h) {
+			return "", root, "workdir " + shown + " is hidden in the sandbox (it lies in " + strconv.Quote(h) + ", a hidden path): command was not executed. " + rootsAdvice(roots)
+		}
+	}
+	return real, roots[best], ""
+}
+
+// rootsAdvice tells the model where a workdir may lie.
+func rootsAdvice(roots []sandboxRoot) string {
+	if len(roots) == 0 {
+		return "The sandbox has no directory a command may run in: the host must set Config.Workdir or Sandbox.WritablePaths."
+	}
+	names := make([]string, len(roots))
+	for i, r := range roots {
+		names[i] = r.path
+		switch {
+		case r.isDefault:
+			names[i] += " (the default)"
+		case r.readOnly:
+			names[i] += " (read-only)"
+		}
+	}
+	return "Use a directory under " + strings.Join(names, ", ") + ", or omit workdir for the default."
+}
+
 // environ points HOME, and TMPDIR when set, at directories a command may
-// write inside the sandbox.
-func (p *sandboxPlan) environ(env []string, cwd string) []string {
+// write inside the sandbox. cwd is the working directory's real path,
+// read-only when it lies in a read-only path.
+func (p *sandboxPlan) environ(env []string, cwd string, cwdReadOnly bool) []string {
+	if cwdReadOnly {
+		cwd = ""
+	}
 	out := make([]string, 0, len(env)+1)
 	home := ""
 	for _, kv := range env {
@@ -268,11 +398,12 @@ func (p *sandboxPlan) environ(env []string, cwd string) []string {
 	return append(out, "HOME="+p.sandboxHome(filepath.Clean(home), cwd))
 }
 
-// writableInside reports whether a command can write at path.
+// writableInside reports whether a command can write at path; cwd is the
+// writable working directory, "" for none.
 func (p *sandboxPlan) writableInside(path, cwd string) bool {
 	path = filepath.Clean(path)
 	under := func(dirs []string) bool {
 		return slices.ContainsFunc(dirs, func(d string) bool { return within(path, d) })
 	}
-	return within(path, cwd) || within(path, "/tmp") || under(p.writable) || under(p.hide)
+	return (cwd != "" && within(path, cwd)) || within(path, "/tmp") || under(p.writable) || under(p.hide)
 }

@@ -10,11 +10,13 @@ package bgexec
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // hostFile is a harmless, unique file name in dir that a test removes
@@ -133,7 +135,18 @@ func TestSandboxWorkdirSwappedForALink(t *testing.T) {
 			res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo x > " + shellQuote(filepath.Base(target)) + " && echo wrote", Workdir: sub})
 			require.NoError(t, swapErr)
 			assertNotWritten(t, target)
-			assert.NotContains(t, res.Text(), "wrote", res.Text())
+			if stage == sandboxStageChecked {
+				// The open follows no link: the spawn fails.
+				assert.NotContains(t, res.Text(), "wrote", res.Text())
+				assert.Equal(t, ExitReasonSpawnError, res.Details.ExitReason, res.Text())
+				assert.Contains(t, res.Text(), "is not the directory that was checked", res.Text())
+				return
+			}
+			// bwrap binds the directory that was opened, wherever its
+			// name now points: the command runs (and writes) there.
+			if strings.Contains(res.Text(), "wrote") {
+				assert.FileExists(t, filepath.Join(sub+".old", filepath.Base(target)), "the command ran in the directory that was checked")
+			}
 		})
 	}
 }
@@ -170,4 +183,130 @@ func TestSandboxConfiguredPathSwappedForALink(t *testing.T) {
 		assert.NotContains(t, res.Text(), "s3cret", res.Text())
 		assert.Equal(t, StatusFailed, res.Details.Status, res.Text())
 	})
+}
+
+func TestSandboxWorkdirInsideItsPaths(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	work := filepath.Join(root, "home", "proj")
+	vendor := filepath.Join(work, "vendor")
+	data, out := filepath.Join(root, "data"), filepath.Join(root, "data", "out")
+	cache := filepath.Join(root, "cache")
+	for _, d := range []string{filepath.Join(work, "sub"), vendor, out, filepath.Join(data, "in"), cache} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.Symlink("sub", filepath.Join(work, "sub-link")))
+	require.NoError(t, os.Symlink(cache, filepath.Join(work, "cache-link")))
+	sb := Sandbox{
+		WritablePaths: []string{cache, out},
+		ReadOnlyPaths: []string{data, vendor},
+		// The default workdir lies in a hidden path: it shows through.
+		HidePaths: []string{filepath.Join(root, "home")},
+	}
+	sc := newSandboxRegistry(t, Config{Workdir: work}, sb).Scope("a")
+	const probe = `pwd; touch probe 2>&1 && echo wrote`
+	for _, c := range []struct {
+		name, workdir, real string
+		writable            bool
+	}{
+		{"the default", "", work, true},
+		{"a directory below the default", filepath.Join(work, "sub"), filepath.Join(work, "sub"), true},
+		{"a relative one, below the default", "sub", filepath.Join(work, "sub"), true},
+		{"a link below the default to a directory there", "sub-link", filepath.Join(work, "sub"), true},
+		{"a link below the default to a writable path", "cache-link", cache, true},
+		{"a writable path", cache, cache, true},
+		{"a read-only path below the default", vendor, vendor, false},
+		{"a directory in a read-only path", filepath.Join(data, "in"), filepath.Join(data, "in"), false},
+		{"a writable path in a read-only one", out, out, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := mustExec(t, sc, &ExecRequest{Command: probe, Workdir: c.workdir})
+			require.False(t, res.IsError, res.Text())
+			assert.True(t, strings.HasPrefix(res.Text(), c.real+"\n"), "runs in %s: %s", c.real, res.Text())
+			if c.writable {
+				assert.Contains(t, res.Text(), "wrote", res.Text())
+				assert.FileExists(t, filepath.Join(c.real, "probe"))
+				return
+			}
+			assert.Contains(t, res.Text(), "Read-only file system", res.Text())
+			assert.Contains(t, res.Text(), "Its working directory, "+c.workdir+", lies in a read-only path", res.Text())
+			assert.NoFileExists(t, filepath.Join(c.real, "probe"))
+		})
+	}
+}
+
+func TestSandboxWorkdirRefusalText(t *testing.T) {
+	t.Parallel()
+	work, cache, docs := t.TempDir(), t.TempDir(), t.TempDir()
+	sc := newSandboxRegistry(t, Config{Workdir: work}, Sandbox{WritablePaths: []string{cache}, ReadOnlyPaths: []string{docs}}).Scope("a")
+	self := filepath.Dir(os.Args[0]) // newSandboxRegistry shows the test binary
+	roots := work + " (the default), " + cache + ", " + docs + " (read-only), " + self + " (read-only)"
+	res := mustExec(t, sc, &ExecRequest{Command: "true", Workdir: "/etc"})
+	assert.Equal(t, `workdir "/etc" is outside the sandbox's paths: command was not executed. Use a directory under `+roots+`, or omit workdir for the default.`, res.Text())
+	assert.Equal(t, StatusFailed, res.Details.Status)
+	assert.Empty(t, res.Details.SessionID, "no session was made")
+
+	require.NoError(t, os.Symlink("/usr", filepath.Join(work, "usr-link")))
+	res = mustExec(t, sc, &ExecRequest{Command: "true", Workdir: "usr-link"})
+	assert.Equal(t, `workdir "`+filepath.Join(work, "usr-link")+`" ("/usr" on the host) is outside the sandbox's paths: command was not executed. Use a directory under `+roots+`, or omit workdir for the default.`, res.Text())
+
+	d := sc.reg.ToolDefinitions()[0].Description
+	assert.Contains(t, d, "A workdir must lie in the default working directory, "+cache+", "+docs+" (read-only), "+self+" (read-only).", d)
+}
+
+func TestSandboxOpenFollowsNoLink(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "a", "b")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), nil, 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(root, "a"), filepath.Join(root, "link")))
+	require.NoError(t, os.Symlink("b", filepath.Join(root, "a", "b-link")))
+	for _, openat2 := range []bool{true, false} {
+		name := "openat2"
+		if !openat2 {
+			name = "the walk for kernels without openat2"
+		}
+		t.Run(name, func(t *testing.T) {
+			for _, ok := range []string{dir, filepath.Join(dir, "f"), root} {
+				f, err := openRealPathWith(ok, openat2)
+				require.NoError(t, err, ok)
+				got, err := f.Stat()
+				require.NoError(t, err)
+				want, err := os.Stat(ok)
+				require.NoError(t, err)
+				assert.True(t, os.SameFile(want, got), ok)
+				require.NoError(t, f.Close())
+			}
+			for _, bad := range []string{filepath.Join(root, "link", "b"), filepath.Join(root, "a", "b-link"), filepath.Join(root, "a", "b-link", "f"), filepath.Join(root, "link")} {
+				_, err := openRealPathWith(bad, openat2)
+				assert.ErrorIs(t, err, unix.ELOOP, bad)
+			}
+			_, err := openRealPathWith(dir+"/../b", openat2)
+			assert.ErrorContains(t, err, "not an absolute, clean path")
+			for _, rel := range []string{"../b", "a/../../x"} {
+				fd, err := unix.Open(root, unix.O_PATH|unix.O_CLOEXEC, 0)
+				require.NoError(t, err)
+				if openat2 {
+					_, err = openat2NoLinks(fd, rel)
+				} else {
+					_, err = walkNoLinks(fd, rel)
+				}
+				assert.ErrorIs(t, err, unix.EXDEV, "%s escapes its directory", rel)
+				require.NoError(t, unix.Close(fd))
+			}
+			_, err = openRealPathWith(filepath.Join(root, "missing"), openat2)
+			assert.ErrorIs(t, err, os.ErrNotExist)
+		})
+	}
+}
+
+func TestSandboxNeedsBindFD(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	// A bwrap without --bind-fd (before 0.10.0, unpatched).
+	fake := filepath.Join(t.TempDir(), "bwrap")
+	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\nif [ \"$1\" = --help ]; then bwrap --help | grep -v -- -bind-fd; exit 0; fi\nexec bwrap \"$@\"\n"), 0o755))
+	_, err := NewRegistry(Config{Sandbox: &Sandbox{Bwrap: fake}})
+	assert.ErrorContains(t, err, "has no --bind-fd and --ro-bind-fd")
 }
