@@ -29,6 +29,34 @@ import (
 // bus, fs) read-only, and a minimal /dev. The session's cgroup is the root
 // of its cgroup namespace and cgroupfs is read-only, so nothing inside can
 // leave it. The sandbox's first process ending ends everything in it.
+//
+// A call's workdir must lie, once its symbolic links are resolved on the
+// host, in a directory the configuration exposes: the registry's default
+// workdir (Config.Workdir, else the process's working directory) or a
+// WritablePaths entry, where it is writable, or a ReadOnlyPaths entry,
+// where it is read-only (the deepest of them that holds it decides). It
+// is never "/", and never at or below a HidePaths entry, unless the
+// directory that holds it lies in that hidden path itself (a default
+// workdir below the hidden $HOME shows through). A relative workdir is
+// taken from the default. Anything else is a failure result that names
+// the allowed directories, and nothing runs.
+//
+// Every directory bound into the sandbox (the workdir, WritablePaths,
+// ReadOnlyPaths) is opened at each spawn without following any symbolic
+// link, by openat2 with RESOLVE_NO_SYMLINKS, or on kernels without openat2
+// (before 5.6) by the same walk one component at a time, and bwrap binds
+// that descriptor (--bind-fd, in bubblewrap 0.10.0 and Debian 12's
+// 0.8.0-2+deb12u1; NewRegistry refuses an older bwrap). So a directory
+// swapped for a link after the check makes the spawn fail, or bwrap binds
+// the directory that was checked; and a configured path turned into a link
+// since NewRegistry fails every call, naming it, until it is put back.
+//
+// The command keeps the caller's uid. On a root host it writes only where
+// the mounts allow, but reads what root reads of the bound file system:
+// root-only files such as /etc/shadow, the host keys in /etc/ssh, other
+// users' homes. Hide such directories with HidePaths, bind less with
+// MinimalRoot, or run the host as an unprivileged user, whose permissions
+// then apply inside too.
 type Sandbox struct {
 	// Bwrap is the path of the bubblewrap binary. Empty means "bwrap"
 	// looked up on PATH by NewRegistry.
@@ -39,22 +67,26 @@ type Sandbox struct {
 	// reachable.
 	Network bool
 	// WritablePaths are host paths bound read-write, besides the working
-	// directory of each call, which always is. Each must be an absolute
-	// path to an existing file or directory; symbolic links are resolved
-	// by NewRegistry. Default none.
+	// directory of each call (writable when it lies in the default
+	// workdir or one of these). Each must be an absolute path to an
+	// existing file or directory; symbolic links are resolved by
+	// NewRegistry, and a path that is a link later fails each call.
+	// Default none.
 	WritablePaths []string
 	// ReadOnlyPaths are host paths bound read-only. With the whole root
-	// bound (MinimalRoot false) they matter only below /tmp or a hidden
-	// path, which they show through; with MinimalRoot they add to the
-	// system directories. Same rules as WritablePaths. Default none.
+	// bound (MinimalRoot false) they matter below /tmp or a hidden path,
+	// which they show through, and as places a call's workdir may lie in
+	// (read-only); with MinimalRoot they add to the system directories.
+	// Same rules as WritablePaths. Default none.
 	ReadOnlyPaths []string
 	// HidePaths are replaced by an empty, writable tmpfs private to each
 	// command. Nil means the host user's $HOME (when set and not "/") and,
 	// without Network, /run, whose service sockets (a container runtime's,
 	// D-Bus) a read-only bind would still let a command connect to; an
-	// empty non-nil slice hides nothing. The working directory and the
+	// empty non-nil slice hides nothing. The default workdir and the
 	// writable and read-only paths show through a hidden path that
-	// contains them. Paths that do not exist are skipped. Programs
+	// contains them; a workdir named below a hidden path otherwise is
+	// refused. Paths that do not exist are skipped. Programs
 	// installed under the hidden $HOME (pyenv, nvm, ~/.local/bin, ~/go/bin)
 	// are not found inside unless their directories are in ReadOnlyPaths.
 	HidePaths []string
