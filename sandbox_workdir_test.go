@@ -233,6 +233,10 @@ func TestSandboxWorkdirInsideItsPaths(t *testing.T) {
 			assert.NoFileExists(t, filepath.Join(c.real, "probe"))
 		})
 	}
+	// A descriptor of a bound directory left open inside would reach the
+	// host's tree around it (openat(fd, "..")): bwrap must close them all.
+	res := mustExec(t, sc, &ExecRequest{Command: "ls /proc/self/fd | tr '\\n' ' '", Workdir: filepath.Join(data, "in")})
+	assert.Equal(t, "0 1 2 3", strings.TrimSpace(res.Text()), "only stdio and ls's own directory")
 }
 
 func TestSandboxWorkdirRefusalText(t *testing.T) {
