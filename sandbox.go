@@ -331,26 +331,31 @@ func (p *sandboxPlan) defaultRoot() string {
 }
 
 // roots lists the directories a workdir may lie in: the default workdir
-// and the writable paths (read-write), and the read-only paths. The root
-// directory never is one.
+// and the writable paths (read-write), and the read-only paths, each path
+// once (the first, read-write, wins). The root directory never is one.
 func (p *sandboxPlan) roots() []sandboxRoot {
 	var out []sandboxRoot
+	add := func(r sandboxRoot) {
+		if !slices.ContainsFunc(out, func(o sandboxRoot) bool { return o.path == r.path }) {
+			out = append(out, r)
+		}
+	}
 	if d := p.defaultRoot(); d != "" && d != "/" {
-		out = append(out, sandboxRoot{path: d, isDefault: true})
+		add(sandboxRoot{path: d, isDefault: true})
 	}
 	for _, w := range p.writable {
-		out = append(out, sandboxRoot{path: w})
+		add(sandboxRoot{path: w})
 	}
 	for _, r := range p.readOnly {
-		out = append(out, sandboxRoot{path: r, readOnly: true})
+		add(sandboxRoot{path: r, readOnly: true})
 	}
 	return out
 }
 
 // placeWorkdir resolves every symbolic link of cwd on the host and finds
-// the root it lies in: the deepest root that holds it, read-write over
-// read-only on the same path. A workdir in no root, or at or below a
-// hidden path that its root does not lie in, gets the failure text.
+// the root it lies in: the deepest root that holds it. A workdir in no
+// root, or at or below a hidden path that its root does not lie in, gets
+// the failure text.
 func (p *sandboxPlan) placeWorkdir(cwd string) (real string, root sandboxRoot, msg string) {
 	real, err := filepath.EvalSymlinks(cwd)
 	if err != nil {
@@ -365,7 +370,7 @@ func (p *sandboxPlan) placeWorkdir(cwd string) (real string, root sandboxRoot, m
 		if !within(real, r.path) {
 			continue
 		}
-		if best < 0 || len(r.path) > len(roots[best].path) || (r.path == roots[best].path && roots[best].readOnly && !r.readOnly) {
+		if best < 0 || len(r.path) > len(roots[best].path) {
 			best = i
 		}
 	}

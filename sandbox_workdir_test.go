@@ -314,3 +314,45 @@ func TestSandboxNeedsBindFD(t *testing.T) {
 	_, err := NewRegistry(Config{Sandbox: &Sandbox{Bwrap: fake}})
 	assert.ErrorContains(t, err, "has no --bind-fd and --ro-bind-fd")
 }
+
+func TestSandboxPlaceWorkdir(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	work, docs, hidden := filepath.Join(root, "work"), filepath.Join(root, "docs"), filepath.Join(root, "work", "secret")
+	for _, d := range []string{filepath.Join(hidden, "x"), filepath.Join(docs, "out", "y")} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	p, err := resolveSandbox(&Sandbox{
+		WritablePaths: []string{work, filepath.Join(docs, "out")},
+		ReadOnlyPaths: []string{work, docs},
+		HidePaths:     []string{hidden},
+	}, "")
+	require.NoError(t, err)
+	p.workdir = work
+	for _, c := range []struct {
+		cwd, root string
+		readOnly  bool
+		msg       string
+	}{
+		{work, work, false, ""},
+		{filepath.Join(docs, "out", "y"), filepath.Join(docs, "out"), false, ""},
+		{docs, docs, true, ""},
+		{filepath.Join(hidden, "x"), "", false, "is hidden in the sandbox"},
+		{hidden, "", false, "is hidden in the sandbox"},
+		{root, "", false, "is outside the sandbox's paths"},
+		{"/", "", false, `the workdir cannot be "/"`},
+	} {
+		real, r, msg := p.placeWorkdir(c.cwd)
+		if c.msg != "" {
+			assert.Contains(t, msg, c.msg, c.cwd)
+			continue
+		}
+		assert.Empty(t, msg, c.cwd)
+		assert.Equal(t, c.cwd, real)
+		assert.Equal(t, c.root, r.path, c.cwd)
+		assert.Equal(t, c.readOnly, r.readOnly, c.cwd)
+	}
+	// Each root once, the read-write one where a path is given twice.
+	_, _, msg := p.placeWorkdir(root)
+	assert.Contains(t, msg, "Use a directory under "+work+" (the default), "+filepath.Join(docs, "out")+", "+docs+" (read-only), or omit", msg)
+}
