@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -46,6 +47,14 @@ func TestSandboxWorkdirOutsideItsPathsIsRefused(t *testing.T) {
 	// A symbolic link the sandbox makes itself, in its own workdir.
 	res := mustExec(t, sc, &ExecRequest{Command: "ln -s /etc etc-link && echo linked"})
 	require.Contains(t, res.Text(), "linked", res.Text())
+	// Every sandboxed spawn passes the hook before bwrap is started.
+	var spawns atomic.Int32
+	setSandboxHook(reg, func(stage string) {
+		if stage == sandboxStageChecked {
+			spawns.Add(1)
+		}
+	})
+	t.Cleanup(func() { assert.Zero(t, spawns.Load(), "no bwrap was started for a refused workdir") })
 
 	cases := []struct{ name, workdir, hostDir string }{
 		{"the host /etc", "/etc", "/etc"},
