@@ -10,6 +10,7 @@ package bgexec
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -179,6 +180,7 @@ func TestSandboxConfiguredPathSwappedForALink(t *testing.T) {
 		assertNotWritten(t, target)
 		assert.NotContains(t, res.Text(), "wrote", res.Text())
 		assert.Equal(t, StatusFailed, res.Details.Status, res.Text())
+		assert.Contains(t, res.Text(), "its path "+strconv.Quote(dir)+" is no longer the directory it was at NewRegistry", res.Text())
 	})
 	t.Run("a read-only path turned into a link to a hidden one", func(t *testing.T) {
 		t.Parallel()
@@ -191,6 +193,7 @@ func TestSandboxConfiguredPathSwappedForALink(t *testing.T) {
 		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "cat " + dir + "/secret"})
 		assert.NotContains(t, res.Text(), "s3cret", res.Text())
 		assert.Equal(t, StatusFailed, res.Details.Status, res.Text())
+		assert.Contains(t, res.Text(), "its path "+strconv.Quote(dir)+" is no longer the directory it was at NewRegistry", res.Text())
 	})
 }
 
