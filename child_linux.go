@@ -290,11 +290,11 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		cmd.ExtraFiles = []*os.File{f} // the child's fd 3
 	}
 	if spec.sandbox != nil {
-		path, args, files, err := sandboxCommand(spec, cmd.ExtraFiles)
+		path, args, files, owned, err := sandboxCommand(spec, cmd.ExtraFiles)
 		if err != nil {
 			return nil, err
 		}
-		closeAfterStart = append(closeAfterStart, files[len(files)-1])
+		closeAfterStart = append(closeAfterStart, owned...)
 		cmd.Path, cmd.Args, cmd.ExtraFiles = path, args, files
 	}
 	closeOnExecAbove2()

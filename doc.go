@@ -486,11 +486,24 @@
 //     Sandbox.WritablePaths, a private /tmp and the hidden paths (empty
 //     tmpfs) are writable. Mounts are applied parents first, so a path
 //     below /tmp or a hidden directory shows through.
-//   - The working directory of each call is bound read-write at its real
-//     path; "/" is refused (it would make everything writable). HOME stays
-//     the host's path when the command can write there (it is hidden by
-//     default, so it is an empty tmpfs), else it is /tmp; TMPDIR likewise.
-//     The environment rules apply unchanged.
+//   - The working directory of each call is bound at its real path. It
+//     must lie, once its links are resolved on the host, in the default
+//     workdir or a WritablePaths entry (bound read-write) or in a
+//     ReadOnlyPaths entry (bound read-only, which the read-only hint then
+//     says), and not below a hidden path its directory does not lie in;
+//     "/" never. Anything else (/etc, the hidden $HOME, a link the
+//     sandbox made to /etc) is a failure result naming the allowed
+//     directories, and nothing runs. HOME stays the host's path when the
+//     command can write there (it is hidden by default, so it is an empty
+//     tmpfs), else it is /tmp; TMPDIR likewise. The environment rules
+//     apply unchanged.
+//   - Binds are race-free: each spawn opens the workdir and the configured
+//     paths without following a symbolic link (openat2
+//     RESOLVE_NO_SYMLINKS; on kernels before 5.6 a walk with O_NOFOLLOW)
+//     and bwrap binds those descriptors (--bind-fd, bubblewrap 0.10.0 or
+//     Debian 12's 0.8.0-2+deb12u1, checked by NewRegistry). A directory
+//     swapped for a link after the check fails the spawn, or bwrap binds
+//     the directory that was checked.
 //   - /run is hidden by default without network: a read-only bind does
 //     not stop connect(2) on a service socket, and the command has the
 //     caller's uid.
@@ -500,10 +513,12 @@
 //     the kernel checks before a write there (kernel.core_pattern names a
 //     program it runs as root at the next crash; sysrq-trigger reboots).
 //   - A root host's commands can read what root can read of the bound
-//     file system (/etc/shadow, host keys under /etc/ssh): the uid is
-//     unchanged and the root (or, with MinimalRoot, /etc) is bound. Hide
-//     such directories with Sandbox.HidePaths, or run the host as an
-//     unprivileged user.
+//     file system (/etc/shadow, host keys under /etc/ssh, other users'
+//     homes): the uid is unchanged and the root (or, with MinimalRoot,
+//     /etc) is bound. They cannot write there, and no workdir reaches
+//     into a hidden path. Hide such directories with Sandbox.HidePaths,
+//     or run the host as an unprivileged user, whose permissions then
+//     hold inside as well.
 //   - Seccomp: the filter is built with github.com/elastic/go-seccomp-bpf
 //     (a maintained pure-Go assembler, no cgo or libseccomp) and handed to
 //     bwrap as a sealed memfd (--seccomp), which bwrap reads and closes.
@@ -541,9 +556,11 @@
 //     Config.Elevation enables and allows it for the scope. A sandbox
 //     failure is a failure result; nothing falls back to the gateway.
 //   - The first "Read-only file system" in a session's output adds one
-//     line to the exec or poll result naming the writable paths; the
-//     exec tool description of [Registry.ToolDefinitions] says where
-//     commands run, with or without network, and what is writable.
+//     line to the exec or poll result naming the writable paths (and
+//     saying so when the workdir itself is read-only); the exec tool
+//     description of [Registry.ToolDefinitions] says where commands run,
+//     with or without network, what is writable and where a workdir may
+//     lie.
 //
 // # Nodes over SSH
 //

@@ -222,7 +222,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		if msg := p.prepare(spec, cwd); msg != "" {
 			return execFailure(msg), nil
 		}
-		hint = p.readOnlyHint(cwd)
+		hint = p.readOnlyHint(cwd, spec.sandboxReadOnly)
 	}
 
 	if err := sc.reg.admit(); err != nil {

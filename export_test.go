@@ -10,3 +10,10 @@ const (
 	defaultPipe = session.DefaultPipe
 	busyPipe    = session.BusyPipe
 )
+
+// setSandboxHook makes reg's sandboxed spawns call h at each stage
+// (sandboxStageChecked, sandboxStageOpened), on the thread that forks
+// bwrap. Set it before the call it is meant for.
+func setSandboxHook(reg *Registry, h func(stage string)) {
+	reg.cfg.sandbox.testHook = h
+}

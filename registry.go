@@ -80,7 +80,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		return nil, err
 	}
 	if cfg.Sandbox != nil {
-		if st.sandbox, err = newSandboxPlan(cfg.Sandbox); err != nil {
+		if st.sandbox, err = newSandboxPlan(cfg.Sandbox, st.workdir); err != nil {
 			return nil, err
 		}
 	}

@@ -1,10 +1,13 @@
 package bgexec
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -26,6 +29,34 @@ import (
 // bus, fs) read-only, and a minimal /dev. The session's cgroup is the root
 // of its cgroup namespace and cgroupfs is read-only, so nothing inside can
 // leave it. The sandbox's first process ending ends everything in it.
+//
+// A call's workdir must lie, once its symbolic links are resolved on the
+// host, in a directory the configuration exposes: the registry's default
+// workdir (Config.Workdir, else the process's working directory) or a
+// WritablePaths entry, where it is writable, or a ReadOnlyPaths entry,
+// where it is read-only (the deepest of them that holds it decides). It
+// is never "/", and never at or below a HidePaths entry, unless the
+// directory that holds it lies in that hidden path itself (a default
+// workdir below the hidden $HOME shows through). A relative workdir is
+// taken from the default. Anything else is a failure result that names
+// the allowed directories, and nothing runs.
+//
+// Every directory bound into the sandbox (the workdir, WritablePaths,
+// ReadOnlyPaths) is opened at each spawn without following any symbolic
+// link, by openat2 with RESOLVE_NO_SYMLINKS, or on kernels without openat2
+// (before 5.6) by the same walk one component at a time, and bwrap binds
+// that descriptor (--bind-fd, in bubblewrap 0.10.0 and Debian 12's
+// 0.8.0-2+deb12u1; NewRegistry refuses an older bwrap). So a directory
+// swapped for a link after the check makes the spawn fail, or bwrap binds
+// the directory that was checked; and a configured path turned into a link
+// since NewRegistry fails every call, naming it, until it is put back.
+//
+// The command keeps the caller's uid. On a root host it writes only where
+// the mounts allow, but reads what root reads of the bound file system:
+// root-only files such as /etc/shadow, the host keys in /etc/ssh, other
+// users' homes. Hide such directories with HidePaths, bind less with
+// MinimalRoot, or run the host as an unprivileged user, whose permissions
+// then apply inside too.
 type Sandbox struct {
 	// Bwrap is the path of the bubblewrap binary. Empty means "bwrap"
 	// looked up on PATH by NewRegistry.
@@ -36,22 +67,26 @@ type Sandbox struct {
 	// reachable.
 	Network bool
 	// WritablePaths are host paths bound read-write, besides the working
-	// directory of each call, which always is. Each must be an absolute
-	// path to an existing file or directory; symbolic links are resolved
-	// by NewRegistry. Default none.
+	// directory of each call (writable when it lies in the default
+	// workdir or one of these). Each must be an absolute path to an
+	// existing file or directory; symbolic links are resolved by
+	// NewRegistry, and a path that is a link later fails each call.
+	// Default none.
 	WritablePaths []string
 	// ReadOnlyPaths are host paths bound read-only. With the whole root
-	// bound (MinimalRoot false) they matter only below /tmp or a hidden
-	// path, which they show through; with MinimalRoot they add to the
-	// system directories. Same rules as WritablePaths. Default none.
+	// bound (MinimalRoot false) they matter below /tmp or a hidden path,
+	// which they show through, and as places a call's workdir may lie in
+	// (read-only); with MinimalRoot they add to the system directories.
+	// Same rules as WritablePaths. Default none.
 	ReadOnlyPaths []string
 	// HidePaths are replaced by an empty, writable tmpfs private to each
 	// command. Nil means the host user's $HOME (when set and not "/") and,
 	// without Network, /run, whose service sockets (a container runtime's,
 	// D-Bus) a read-only bind would still let a command connect to; an
-	// empty non-nil slice hides nothing. The working directory and the
+	// empty non-nil slice hides nothing. The default workdir and the
 	// writable and read-only paths show through a hidden path that
-	// contains them. Paths that do not exist are skipped. Programs
+	// contains them; a workdir named below a hidden path otherwise is
+	// refused. Paths that do not exist are skipped. Programs
 	// installed under the hidden $HOME (pyenv, nvm, ~/.local/bin, ~/go/bin)
 	// are not found inside unless their directories are in ReadOnlyPaths.
 	HidePaths []string
@@ -70,6 +105,20 @@ type sandboxPlan struct {
 	hide     []string
 	minimal  bool
 	seccomp  []byte // the BPF program handed to bwrap --seccomp
+	// workdir is Config.Workdir with its symbolic links resolved at
+	// NewRegistry; "" means the process's working directory, looked up
+	// at each call.
+	workdir string
+	// testHook, set only by tests (export_test.go), runs at each stage
+	// of a spawn, on the thread that forks bwrap.
+	testHook func(stage string)
+}
+
+// sandboxRoot is a directory a sandboxed call's workdir may lie in.
+type sandboxRoot struct {
+	path      string
+	readOnly  bool
+	isDefault bool
 }
 
 // resolveSandbox validates sb. home is the host user's $HOME.
@@ -130,13 +179,17 @@ func sandboxPaths(field string, in []string, mustExist bool) ([]string, error) {
 }
 
 // writableSummary names what a sandboxed command may write, for the tool
-// description and the read-only hint: cwd ("" = "the working directory"),
-// /tmp, the writable paths and the hidden ones.
-func (p *sandboxPlan) writableSummary(cwd string) string {
+// description and the read-only hint: cwd ("" = "the working directory")
+// unless it lies in a read-only path, /tmp, the writable paths and the
+// hidden ones.
+func (p *sandboxPlan) writableSummary(cwd string, cwdReadOnly bool) string {
 	if cwd == "" {
 		cwd = "the working directory"
 	}
-	parts := []string{cwd}
+	var parts []string
+	if !cwdReadOnly {
+		parts = append(parts, cwd)
+	}
 	parts = append(parts, p.writable...)
 	parts = append(parts, "/tmp (private to the command, emptied when it ends)")
 	if len(p.hide) > 0 {
@@ -146,9 +199,24 @@ func (p *sandboxPlan) writableSummary(cwd string) string {
 }
 
 // readOnlyHint is the line the first "Read-only file system" of a
-// sandboxed session adds to a result.
-func (p *sandboxPlan) readOnlyHint(cwd string) string {
-	return "Note: this command runs in a sandbox where the file system is read-only except " + p.writableSummary(cwd) + "."
+// sandboxed session adds to a result; cwdReadOnly says the working
+// directory lies in a read-only path.
+func (p *sandboxPlan) readOnlyHint(cwd string, cwdReadOnly bool) string {
+	h := "Note: this command runs in a sandbox where the file system is read-only except " + p.writableSummary(cwd, cwdReadOnly) + "."
+	if cwdReadOnly {
+		h += " Its working directory, " + cwd + ", lies in a read-only path: to write there, use a workdir in a writable one."
+	}
+	return h
+}
+
+// workdirSummary names where a workdir may lie, for the tool description.
+func (p *sandboxPlan) workdirSummary() string {
+	parts := []string{"the default working directory"}
+	parts = append(parts, p.writable...)
+	for _, r := range p.readOnly {
+		parts = append(parts, r+" (read-only)")
+	}
+	return "A workdir must lie in " + strings.Join(parts, ", ") + "."
 }
 
 // ToolDefinitions returns the tool definitions as [ToolDefinitions] does,
@@ -188,8 +256,9 @@ func describeTools(p *sandboxPlan) []ToolDefinition {
 		// The first line, which says where commands run, is replaced.
 		_, rest, _ := strings.Cut(defs[0].Description, "\n")
 		defs[0].Description = "Run a shell command in a sandbox (the shell's -c, so pipes, && and globs work). " +
-			"The sandbox has " + net + "; the file system is read-only except " + p.writableSummary("") +
-			"; other processes of the machine are invisible. Processes a command leaves running in the background end with it." +
+			"The sandbox has " + net + "; the file system is read-only except " + p.writableSummary("", false) +
+			"; other processes of the machine are invisible. Processes a command leaves running in the background end with it. " +
+			p.workdirSummary() +
 			"\n" + rest
 	}
 	return defs
@@ -222,28 +291,129 @@ func userHome() string {
 }
 
 // prepare makes spec a sandboxed spawn in cwd, or returns the failure text
-// when cwd cannot be the sandbox's writable working directory.
+// when cwd may not be the sandbox's working directory (see placeWorkdir)
+// or a configured path has changed since NewRegistry. The spawn opens the
+// directories again without following links and binds what it opened.
 func (p *sandboxPlan) prepare(spec *spawnSpec, cwd string) string {
-	real, err := filepath.EvalSymlinks(cwd)
-	if err != nil {
-		return fmt.Sprintf("The sandbox cannot use the workdir %q (%v); pass an existing directory.", cwd, err)
-	}
-	if real == "/" {
-		return `The sandbox does not make the whole file system writable, so the workdir cannot be "/"; pass a directory below it.`
+	real, root, msg := p.placeWorkdir(cwd)
+	if msg != "" {
+		return msg
 	}
 	for _, b := range slices.Concat(p.writable, p.readOnly) {
-		if _, err := os.Stat(b); err != nil {
+		f, err := openRealPath(b)
+		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Sprintf("The sandbox cannot start: its path %q no longer exists (%v).", b, err)
 		}
+		if err != nil {
+			return fmt.Sprintf("The sandbox cannot start: its path %q is no longer the directory it was at NewRegistry (%v): command was not executed.", b, err)
+		}
+		_ = f.Close() // Best effort: an O_PATH descriptor, only looked at.
 	}
-	spec.sandbox, spec.sandboxDir = p, real
-	spec.env = p.environ(spec.env, real)
+	spec.sandbox, spec.sandboxDir, spec.sandboxReadOnly = p, real, root.readOnly
+	spec.env = p.environ(spec.env, real, root.readOnly)
 	return ""
 }
 
+// defaultRoot is the real path of the directory a call without workdir
+// runs in: Config.Workdir as resolved at NewRegistry (not resolved again,
+// so a link put in its place since is refused at the spawn rather than
+// followed), else the process's working directory; "" when unknown.
+func (p *sandboxPlan) defaultRoot() string {
+	d := defaultWorkdir(p.workdir)
+	if p.workdir != "" && d == p.workdir {
+		return d
+	}
+	real, err := filepath.EvalSymlinks(d)
+	if err != nil {
+		return ""
+	}
+	return real
+}
+
+// roots lists the directories a workdir may lie in: the default workdir
+// and the writable paths (read-write), and the read-only paths, each path
+// once (the first, read-write, wins). The root directory never is one.
+func (p *sandboxPlan) roots() []sandboxRoot {
+	var out []sandboxRoot
+	add := func(r sandboxRoot) {
+		if !slices.ContainsFunc(out, func(o sandboxRoot) bool { return o.path == r.path }) {
+			out = append(out, r)
+		}
+	}
+	if d := p.defaultRoot(); d != "" && d != "/" {
+		add(sandboxRoot{path: d, isDefault: true})
+	}
+	for _, w := range p.writable {
+		add(sandboxRoot{path: w})
+	}
+	for _, r := range p.readOnly {
+		add(sandboxRoot{path: r, readOnly: true})
+	}
+	return out
+}
+
+// placeWorkdir resolves every symbolic link of cwd on the host and finds
+// the root it lies in: the deepest root that holds it. A workdir in no
+// root, or at or below a hidden path that its root does not lie in, gets
+// the failure text.
+func (p *sandboxPlan) placeWorkdir(cwd string) (real string, root sandboxRoot, msg string) {
+	real, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		return "", root, fmt.Sprintf("The sandbox cannot use the workdir %q (%v); pass an existing directory.", cwd, err)
+	}
+	if real == "/" {
+		return "", root, `The sandbox does not make the whole file system writable, so the workdir cannot be "/"; pass a directory below it.`
+	}
+	roots := p.roots()
+	best := -1
+	for i, r := range roots {
+		if !within(real, r.path) {
+			continue
+		}
+		if best < 0 || len(r.path) > len(roots[best].path) {
+			best = i
+		}
+	}
+	shown := strconv.Quote(cwd)
+	if real != cwd {
+		shown += " (" + strconv.Quote(real) + " on the host)"
+	}
+	if best < 0 {
+		return "", root, "workdir " + shown + " is outside the sandbox's paths: command was not executed. " + rootsAdvice(roots)
+	}
+	for _, h := range p.hide {
+		if within(real, h) && !within(roots[best].path, h) {
+			return "", root, "workdir " + shown + " is hidden in the sandbox (it lies in " + strconv.Quote(h) + ", a hidden path): command was not executed. " + rootsAdvice(roots)
+		}
+	}
+	return real, roots[best], ""
+}
+
+// rootsAdvice tells the model where a workdir may lie.
+func rootsAdvice(roots []sandboxRoot) string {
+	if len(roots) == 0 {
+		return "The sandbox has no directory a command may run in: the host must set Config.Workdir or Sandbox.WritablePaths."
+	}
+	names := make([]string, len(roots))
+	for i, r := range roots {
+		names[i] = r.path
+		switch {
+		case r.isDefault:
+			names[i] += " (the default)"
+		case r.readOnly:
+			names[i] += " (read-only)"
+		}
+	}
+	return "Use a directory under " + strings.Join(names, ", ") + ", or omit workdir for the default."
+}
+
 // environ points HOME, and TMPDIR when set, at directories a command may
-// write inside the sandbox.
-func (p *sandboxPlan) environ(env []string, cwd string) []string {
+// write inside the sandbox. cwd is the working directory's real path,
+// read-only when it lies in a read-only path.
+func (p *sandboxPlan) environ(env []string, cwd string, cwdReadOnly bool) []string {
+	if cwdReadOnly {
+		cwd = ""
+	}
 	out := make([]string, 0, len(env)+1)
 	home := ""
 	for _, kv := range env {
@@ -265,11 +435,12 @@ func (p *sandboxPlan) environ(env []string, cwd string) []string {
 	return append(out, "HOME="+p.sandboxHome(filepath.Clean(home), cwd))
 }
 
-// writableInside reports whether a command can write at path.
+// writableInside reports whether a command can write at path; cwd is the
+// writable working directory, "" for none.
 func (p *sandboxPlan) writableInside(path, cwd string) bool {
 	path = filepath.Clean(path)
 	under := func(dirs []string) bool {
 		return slices.ContainsFunc(dirs, func(d string) bool { return within(path, d) })
 	}
-	return within(path, cwd) || within(path, "/tmp") || under(p.writable) || under(p.hide)
+	return (cwd != "" && within(path, cwd)) || within(path, "/tmp") || under(p.writable) || under(p.hide)
 }

@@ -4,7 +4,6 @@ package bgexec
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -62,19 +61,28 @@ func BenchmarkSandboxExec(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		argv := append(p.argv(wd, 3, false, false), shell, "-c", "true")
+		ops := p.mounts(wd, false)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
+			// What a spawn does besides bwrap: open the directories it
+			// binds and the filter.
+			binds, err := openBinds(ops)
+			if err != nil {
+				b.Fatal(err)
+			}
 			f, err := seccompFile(p.seccomp)
 			if err != nil {
 				b.Fatal(err)
 			}
+			argv := append(p.argv(wd, ops, 3, 3+len(binds), false), shell, "-c", "true")
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Dir = wd
-			cmd.ExtraFiles = []*os.File{f}
+			cmd.ExtraFiles = append(binds, f)
 			err = cmd.Run()
-			_ = f.Close()
+			for _, f := range cmd.ExtraFiles {
+				_ = f.Close()
+			}
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,11 +35,17 @@ const (
 )
 
 // newSandboxPlan validates sb and checks that bwrap runs here with every
-// namespace and the seccomp filter, naming the check that failed.
-func newSandboxPlan(sb *Sandbox) (*sandboxPlan, error) {
+// namespace and the seccomp filter, naming the check that failed. workdir
+// is Config.Workdir ("" for the process's working directory).
+func newSandboxPlan(sb *Sandbox, workdir string) (*sandboxPlan, error) {
 	p, err := resolveSandbox(sb, userHome())
 	if err != nil {
 		return nil, err
+	}
+	if workdir != "" {
+		if p.workdir, err = filepath.EvalSymlinks(workdir); err != nil {
+			return nil, fmt.Errorf("bgexec: Workdir %q: %w", workdir, err)
+		}
 	}
 	p.bwrap = sb.Bwrap
 	if p.bwrap == "" {
@@ -59,11 +66,15 @@ func newSandboxPlan(sb *Sandbox) (*sandboxPlan, error) {
 // probeTimeout bounds each probe run of bwrap.
 const probeTimeout = 20 * time.Second
 
-// probe runs `true` in the sandbox once. When that fails it runs bwrap
-// again with one feature more each time, from a bare mount namespace up,
-// so the error names the first that this host refuses.
+// probe checks that bwrap binds by descriptor, then runs `true` in the
+// sandbox once. When that fails it runs bwrap again with one feature more
+// each time, from a bare mount namespace up, so the error names the first
+// that this host refuses.
 func (p *sandboxPlan) probe() error {
-	if err := p.probeRun(append(p.argv("/", 0, false, true), "true")); err == nil {
+	if err := p.probeBindFD(); err != nil {
+		return err
+	}
+	if err := p.probeFull(); err == nil {
 		return nil
 	} else if !errors.As(err, new(*exec.ExitError)) {
 		return fmt.Errorf("run %s: %w", p.bwrap, err)
@@ -87,17 +98,52 @@ func (p *sandboxPlan) probe() error {
 			continue
 		}
 		args = append(args, c.flags...)
-		if err := p.probeRun(append(append([]string{p.bwrap}, args...), "--", "true")); err != nil {
+		if err := p.probeRun(append(append([]string{p.bwrap}, args...), "--", "true"), nil); err != nil {
 			return fmt.Errorf("bubblewrap (%s) cannot create %s here: %w", p.bwrap, c.name, err)
 		}
 	}
-	err := p.probeRun(append(p.argv("/", 0, false, true), "true"))
+	err := p.probeFull()
 	return fmt.Errorf("bubblewrap (%s) cannot run a command in the configured sandbox (binds, or the seccomp filter): %w", p.bwrap, err)
 }
 
-// probeRun runs one bwrap command line (with the seccomp filter on fd 3
-// when it asks for one) and returns its failure with bwrap's message.
-func (p *sandboxPlan) probeRun(argv []string) error {
+// probeBindFD checks that this bwrap has --bind-fd and --ro-bind-fd: the
+// sandbox binds every directory by descriptor, so a symbolic link put in
+// the place of one after it was checked cannot redirect the bind.
+func (p *sandboxPlan) probeBindFD() error {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.bwrap, "--help")
+	cmd.Env = []string{watchdogEnvPath}
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("run %s --help: %w", p.bwrap, err)
+	}
+	if !bytes.Contains(out, []byte("--ro-bind-fd")) {
+		return fmt.Errorf("bubblewrap (%s) has no --bind-fd and --ro-bind-fd, which the sandbox binds its directories with (so a symbolic link swapped in cannot redirect a bind): install bubblewrap 0.10.0 or newer (Debian 12: 0.8.0-2+deb12u1 has them)", p.bwrap)
+	}
+	return nil
+}
+
+// probeFull runs `true` in the configured sandbox, its paths bound by
+// descriptor and its working directory "/" (not bound).
+func (p *sandboxPlan) probeFull() error {
+	ops := p.mounts("", false)
+	binds, err := openBinds(ops)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, f := range binds {
+			_ = f.Close() // Best effort: only looked at.
+		}
+	}()
+	return p.probeRun(append(p.argv("/", ops, 3, 3+len(binds), false), "true"), binds)
+}
+
+// probeRun runs one bwrap command line, with extra on fd 3 on, and the
+// seccomp filter after them when it asks for one, and returns its
+// failure with bwrap's message.
+func (p *sandboxPlan) probeRun(argv []string, extra []*os.File) error {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -105,13 +151,14 @@ func (p *sandboxPlan) probeRun(argv []string) error {
 	cmd.Env = []string{watchdogEnvPath}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	cmd.ExtraFiles = extra
 	if slices.Contains(argv, "--seccomp") {
 		f, err := seccompFile(p.seccomp)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		cmd.ExtraFiles = []*os.File{f}
+		cmd.ExtraFiles = append(slices.Clip(extra), f)
 	}
 	if err := cmd.Run(); err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
@@ -123,14 +170,14 @@ func (p *sandboxPlan) probeRun(argv []string) error {
 	return nil
 }
 
-// argv is the bwrap command line up to and including "--": cwd is the
-// real path of the working directory (bound read-write unless it is "/"
-// in the probe), seccompFD the descriptor the filter is on (0: the probe's
-// 3). Pipe sessions get a session of their own (--new-session), so nothing
-// inside can reach the host's controlling terminal (TIOCSTI); a PTY
-// session keeps its own terminal as its controlling one, which only the
-// session reads.
-func (p *sandboxPlan) argv(cwd string, seccompFD int, pty, probe bool) []string {
+// argv is the bwrap command line up to and including "--": ops are the
+// mounts (see mounts), whose binds take the descriptors from bindFD on, in
+// order (see openBinds); cwd is the working directory's real path;
+// seccompFD is the descriptor the filter is on. Pipe sessions get a
+// session of their own (--new-session), so nothing inside can reach the
+// host's controlling terminal (TIOCSTI); a PTY session keeps its own
+// terminal as its controlling one, which only the session reads.
+func (p *sandboxPlan) argv(cwd string, ops []mountOp, bindFD, seccompFD int, pty bool) []string {
 	a := make([]string, 0, 48)
 	a = append(a, p.bwrap,
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup")
@@ -153,18 +200,17 @@ func (p *sandboxPlan) argv(cwd string, seccompFD int, pty, probe bool) []string 
 		a = append(a, "--ro-bind-try", d, d)
 	}
 	a = append(a, "--dev", "/dev", "--tmpfs", "/tmp")
-	for _, op := range p.mounts(cwd, probe) {
+	for _, op := range ops {
 		switch op.kind {
 		case mountHide:
 			a = append(a, "--tmpfs", op.path)
 		case mountReadOnly:
-			a = append(a, "--ro-bind", op.path, op.path)
+			a = append(a, "--ro-bind-fd", strconv.Itoa(bindFD), op.path)
+			bindFD++
 		case mountWritable:
-			a = append(a, "--bind", op.path, op.path)
+			a = append(a, "--bind-fd", strconv.Itoa(bindFD), op.path)
+			bindFD++
 		}
-	}
-	if seccompFD == 0 {
-		seccompFD = 3
 	}
 	return append(a, "--chdir", cwd, "--seccomp", strconv.Itoa(seccompFD), "--")
 }
@@ -179,11 +225,13 @@ func (p *sandboxPlan) argv(cwd string, seccompFD int, pty, probe bool) []string 
 // /proc/sys/net stay those of the sandbox's own network namespace.
 var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}
 
-// mounts orders the configured paths and the working directory by depth,
-// parents first, so a path below a hidden one (or below /tmp) is bound
-// over the tmpfs; on one path the strongest kind wins. Hidden paths that
-// no longer exist are skipped.
-func (p *sandboxPlan) mounts(cwd string, probe bool) []mountOp {
+// mounts orders the configured paths and the working directory (cwd, its
+// real path; "" for none, as in the probe) by depth, parents first, so a
+// path below a hidden one (or below /tmp) is bound over the tmpfs; on one
+// path the strongest kind wins. The working directory is bound read-only
+// when it lies in a read-only path (cwdReadOnly). Hidden paths that no
+// longer exist are skipped.
+func (p *sandboxPlan) mounts(cwd string, cwdReadOnly bool) []mountOp {
 	kinds := make(map[string]int)
 	var order []string
 	add := func(path string, kind int) {
@@ -205,7 +253,11 @@ func (p *sandboxPlan) mounts(cwd string, probe bool) []mountOp {
 	for _, w := range p.writable {
 		add(w, mountWritable)
 	}
-	if !probe {
+	switch {
+	case cwd == "":
+	case cwdReadOnly:
+		add(cwd, mountReadOnly)
+	default:
 		add(cwd, mountWritable)
 	}
 	slices.SortStableFunc(order, func(a, b string) int {
@@ -224,24 +276,54 @@ func seccompFile(prog []byte) (*os.File, error) {
 	return sealedMemfd("bgexec-seccomp", prog)
 }
 
-// sandboxCommand turns spec into the bwrap command that runs it, with the
-// filter on the next free descriptor after extra (the script, if any). It
-// returns the filter's file, which the caller closes after the start.
-func sandboxCommand(spec *spawnSpec, extra []*os.File) (path string, args []string, files []*os.File, err error) {
+// sandboxCommand turns spec into the bwrap command that runs it: after
+// extra (the script, if any) come the descriptors of the directories it
+// binds (opened without following links, see openBinds) and the seccomp
+// filter. owned are the files it opened, which the caller closes after
+// the start (bwrap has closed its copies by the time the command runs).
+func sandboxCommand(spec *spawnSpec, extra []*os.File) (path string, args []string, files, owned []*os.File, err error) {
 	// bwrap would report a shell it cannot run as the command's exit
 	// code 1; the same check up front makes it the spawn error it is.
 	if err := unix.Access(spec.path, unix.X_OK); err != nil {
-		return "", nil, nil, &os.PathError{Op: "fork/exec", Path: spec.path, Err: err}
+		return "", nil, nil, nil, &os.PathError{Op: "fork/exec", Path: spec.path, Err: err}
 	}
-	f, err := seccompFile(spec.sandbox.seccomp)
+	p := spec.sandbox
+	p.hook(sandboxStageChecked)
+	ops := p.mounts(spec.sandboxDir, spec.sandboxReadOnly)
+	owned, err = openBinds(ops)
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("sandbox seccomp filter: %w", err)
+		return "", nil, nil, nil, err
 	}
-	files = append(extra, f)
-	a := spec.sandbox.argv(spec.sandboxDir, 2+len(files), spec.pty, false)
+	f, err := seccompFile(p.seccomp)
+	if err != nil {
+		for _, b := range owned {
+			_ = b.Close() // Best effort: only looked at.
+		}
+		return "", nil, nil, nil, fmt.Errorf("sandbox seccomp filter: %w", err)
+	}
+	owned = append(owned, f)
+	p.hook(sandboxStageOpened)
+	files = append(slices.Clip(extra), owned...)
+	bindFD := 3 + len(extra)
+	a := p.argv(spec.sandboxDir, ops, bindFD, 2+len(files), spec.pty)
 	a = append(a, spec.path)
 	a = append(a, spec.args[1:]...)
-	return spec.sandbox.bwrap, a, files, nil
+	return p.bwrap, a, files, owned, nil
+}
+
+// The stages of a sandboxed spawn a test hook runs at (see
+// sandboxPlan.testHook): after the workdir was checked, and after the
+// directories to bind were opened.
+const (
+	sandboxStageChecked = "checked"
+	sandboxStageOpened  = "opened"
+)
+
+// hook runs the test hook, if any, at stage.
+func (p *sandboxPlan) hook(stage string) {
+	if p.testHook != nil {
+		p.testHook(stage)
+	}
 }
 
 // signalSandbox sends sig (not SIGKILL) to the sandbox's processes but

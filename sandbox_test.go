@@ -674,6 +674,7 @@ func TestSandboxMountOrder(t *testing.T) {
 	p, err := resolveSandbox(&Sandbox{WritablePaths: []string{cache, work}, ReadOnlyPaths: []string{ro}}, home)
 	require.NoError(t, err)
 	got := p.mounts(work, false)
+	assert.Contains(t, p.mounts(ro, true), mountOp{ro, mountReadOnly}, "a workdir in a read-only path is bound read-only")
 	want := []mountOp{{home, mountHide}, {cache, mountWritable}, {work, mountWritable}, {ro, mountReadOnly}}
 	// Parents first; the workdir, also a writable path, once, and /run
 	// hidden without network.

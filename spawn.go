@@ -20,9 +20,12 @@ type spawnSpec struct {
 	cgroup    *sessionCgroup // nil: process group only
 	pdeathsig bool           // SIGKILL the child when the forking thread exits
 	// sandbox, when set, runs the command inside bwrap (see sandbox.go),
-	// with sandboxDir, the working directory's real path, bound read-write.
-	sandbox    *sandboxPlan
-	sandboxDir string
+	// with sandboxDir, the working directory's real path, bound
+	// read-write, or read-only when sandboxReadOnly (it lies in a
+	// read-only path).
+	sandbox         *sandboxPlan
+	sandboxDir      string
+	sandboxReadOnly bool
 
 	// On a node (host "node"): the command, its workdir as requested and
 	// the environment entries to set there; path, args, dir and env are

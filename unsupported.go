@@ -75,4 +75,5 @@ type resourceScan struct{}
 func newResourceScan() *resourceScan    { return nil }
 func (*resourceScan) of(any) *Resources { return nil }
 
-func newSandboxPlan(*Sandbox) (*sandboxPlan, error) { return nil, errPlatform }
+func newSandboxPlan(*Sandbox, string) (*sandboxPlan, error) { return nil, errPlatform }
+func openRealPath(string) (*os.File, error)                 { return nil, errPlatform }
