@@ -73,9 +73,12 @@
 //
 // # Results
 //
-// Every result has the text for the model as text content, and status
-// fields (status, sessionId, exitCode …, never the output again) as
-// structured content matching the tool's outputSchema. isError is set
+// Every result has the text for the model as text content, and as
+// structured content matching the tool's outputSchema: the same text in
+// the field "text" (hosts such as Claude Code and Codex show the model only
+// the structured content when there is one), beside the status fields
+// (status, sessionId, exitCode …; details.aggregated and details.tail,
+// which would repeat the output, are left out). isError is set
 // when the call failed (refused, invalid, no such session), not when a
 // command exited non-zero. Invalid arguments are tool results with isError
 // and a text that explains them; an unknown tool and an invalid log level

@@ -192,9 +192,10 @@ func (c *conn) callTool(ctx context.Context, name string, req *mcp.CallToolReque
 		// The arguments were not a JSON object of the tool's fields.
 		return toolError(fmt.Sprintf("The %s call could not be made: %v. Pass the arguments as a JSON object matching the tool's input schema.", name, err)), nil
 	}
+	text := res.Text()
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: res.Text()}},
-		StructuredContent: outputOf(&res.Details),
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: outputOf(text, &res.Details),
 		// The call failed (refused, invalid, no such session, not
 		// started); a command that ran and ended badly is a successful call.
 		IsError: res.IsError,
@@ -204,7 +205,7 @@ func (c *conn) callTool(ctx context.Context, name string, req *mcp.CallToolReque
 func toolError(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: toolOutput{Status: bgexec.StatusFailed},
+		StructuredContent: toolOutput{Text: text, Status: bgexec.StatusFailed},
 		IsError:           true,
 	}
 }
