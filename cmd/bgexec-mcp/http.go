@@ -24,6 +24,8 @@ type httpOptions struct {
 	idle time.Duration
 	// maxBody bounds one request body in bytes.
 	maxBody int64
+	// maxSessions bounds the MCP sessions open at once.
+	maxSessions int
 }
 
 // shutdownTimeout bounds how long the HTTP server waits for requests in
@@ -84,17 +86,17 @@ func (h *httpSessions) start(hc *httpConn, c *conn, req mcp.Request) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closing {
-		hc.err = errors.New("mcpserver: the server is shutting down")
+		hc.err = errors.New("bgexec-mcp: the server is shutting down")
 		return hc.err
 	}
 	ss, ok := req.GetSession().(*mcp.ServerSession)
 	if !ok {
-		hc.err = errors.New("mcpserver: request without a server session")
+		hc.err = errors.New("bgexec-mcp: request without a server session")
 		return hc.err
 	}
 	opened, err := newConn(h.opts)
 	if err != nil {
-		hc.err = fmt.Errorf("mcpserver: %w", err)
+		hc.err = fmt.Errorf("bgexec-mcp: %w", err)
 		_ = ss.Close() // nothing can be served without a registry
 		return hc.err
 	}

@@ -40,7 +40,7 @@ func buildServer(t *testing.T) string {
 	if err != nil {
 		t.Skip("go tool not in PATH")
 	}
-	bin := filepath.Join(t.TempDir(), "mcpserver")
+	bin := filepath.Join(t.TempDir(), "bgexec-mcp")
 	args := []string{"build", "-o", bin}
 	if raceEnabled {
 		args = append(args, "-race")

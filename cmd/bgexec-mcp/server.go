@@ -44,7 +44,10 @@ type options struct {
 	// progressEvery is the interval of progress notifications while a call
 	// that carries a progress token waits; zero disables them.
 	progressEvery time.Duration
-	logger        *slog.Logger
+	// approvalTimeout bounds the wait for the person's answer to an
+	// approval form.
+	approvalTimeout time.Duration
+	logger          *slog.Logger
 }
 
 // conn is one MCP session: its registry and scope, the queue of exit
@@ -62,6 +65,9 @@ func newConn(o *options) (*conn, error) {
 	c := &conn{opts: o, events: &eventQueue{c: make(chan *mcp.LoggingMessageParams, eventQueueSize), logger: o.logger}}
 	cfg := o.cfg
 	cfg.Notifier = c.events
+	// Commands that need approval are put to the person through this
+	// session's client; allow-session answers last as long as it.
+	cfg.Approver = &elicitApprover{timeout: o.approvalTimeout}
 	reg, err := bgexec.NewRegistry(cfg)
 	if err != nil {
 		return nil, err
@@ -180,7 +186,9 @@ func (c *conn) callTool(ctx context.Context, name string, req *mcp.CallToolReque
 		args = withWorkdir(args, c.roots.get(ctx, req.Session))
 	}
 	stop := c.startProgress(ctx, name, req)
-	res, err := c.sc.Call(ctx, name, args)
+	// The approver, called on this goroutine, asks through the session
+	// the call came in on.
+	res, err := c.sc.Call(withSession(ctx, req.Session), name, args)
 	stop()
 	if err != nil {
 		if ctx.Err() != nil {

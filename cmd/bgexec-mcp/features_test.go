@@ -257,18 +257,6 @@ func TestCallsFitTheHost(t *testing.T) {
 	}
 }
 
-func TestDefaultCallCap(t *testing.T) {
-	st, err := parseFlags(nil, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, 50000, st.opts.cfg.MaxCallWaitMs, "below the TypeScript SDK's 60 s request timeout")
-	assert.True(t, st.opts.cfg.ExitNoticesInResults)
-	assert.Equal(t, 5*time.Second, st.opts.progressEvery)
-	for _, bad := range [][]string{{"-http", "127.0.0.1:0"}, {"-token-file", "x"}, {"-max-call-ms", "-1"}, {"stray"}} {
-		_, err := parseFlags(bad, io.Discard)
-		assert.Error(t, err, "%q", bad)
-	}
-}
-
 func TestCancelledCallIsNotAnsweredAndEndsItsRun(t *testing.T) {
 	for _, tc := range transports(t) {
 		t.Run(tc.name+": the foreground run is killed", func(t *testing.T) {
