@@ -6,8 +6,12 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,8 +44,22 @@ type httpSessions struct {
 	ctx  context.Context // ends when the server stops
 	wg   sync.WaitGroup  // one per running session
 
-	mu      sync.Mutex // guards closing and the wg.Go calls
+	mu      sync.Mutex // guards closing, open and the wg.Go calls
 	closing bool
+	// open counts the sessions whose registry is open; at most max.
+	open, max int
+}
+
+// full reports whether no session can start now.
+func (h *httpSessions) full() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.open >= h.max
+}
+
+// tooManySessions is the refusal of a session beyond the cap.
+func (h *httpSessions) tooManySessions() string {
+	return fmt.Sprintf("too many MCP sessions: %d are open (-max-http-sessions); end one (DELETE) or wait until one is idle for -session-idle", h.max)
 }
 
 // httpConn is the connection state of one HTTP MCP session, whose
@@ -94,6 +112,13 @@ func (h *httpSessions) start(hc *httpConn, c *conn, req mcp.Request) error {
 		hc.err = errors.New("bgexec-mcp: request without a server session")
 		return hc.err
 	}
+	if h.open >= h.max {
+		// Two initializations raced past the HTTP check. The SDK's
+		// session stays until it is idle for -session-idle, without a
+		// registry.
+		hc.err = errors.New("bgexec-mcp: " + h.tooManySessions())
+		return hc.err
+	}
 	opened, err := newConn(h.opts)
 	if err != nil {
 		hc.err = fmt.Errorf("bgexec-mcp: %w", err)
@@ -102,10 +127,14 @@ func (h *httpSessions) start(hc *httpConn, c *conn, req mcp.Request) error {
 	}
 	c.reg, c.sc, c.events = opened.reg, opened.sc, opened.events
 	hc.c = c
+	h.open++
 	h.wg.Go(func() {
 		if err := c.run(h.ctx, ss); err != nil {
 			h.opts.logger.Warn("closing a session's registry", "err", err)
 		}
+		h.mu.Lock()
+		h.open--
+		h.mu.Unlock()
 	})
 	return nil
 }
@@ -114,14 +143,17 @@ func (h *httpSessions) start(hc *httpConn, c *conn, req mcp.Request) error {
 // then closes every session (killing their commands) and returns once all
 // of them are closed.
 func serveHTTP(ctx context.Context, ln net.Listener, o *options, ho httpOptions) error {
-	h := &httpSessions{opts: o, ctx: ctx}
+	h := &httpSessions{opts: o, ctx: ctx, max: ho.maxSessions}
+	if h.max <= 0 {
+		h.max = defaultMaxHTTPSessions
+	}
 	handler := mcp.NewStreamableHTTPHandler(h.newServer, &mcp.StreamableHTTPOptions{
 		Logger:              o.logger,
 		SessionTimeout:      ho.idle,
 		MaxRequestBodyBytes: ho.maxBody,
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", requireToken(ho.token, handler))
+	mux.Handle("/mcp", requireLocalOrigin(requireToken(ho.token, boundBody(ho.maxBody, h.capSessions(handler)))))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -169,3 +201,119 @@ func requireToken(token []byte, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// requireLocalOrigin refuses with 403 a request whose Origin header names
+// anything but a loopback host (localhost, 127.0.0.0/8, [::1]) over http
+// or https, "null" included: MCP servers must validate Origin, so that a
+// web page the user visits cannot drive the server from the browser. A
+// request without Origin (not from a browser) passes.
+func requireLocalOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin, ok := r.Header["Origin"]; ok && !(len(origin) == 1 && localOrigin(origin[0])) {
+			http.Error(w, "403 Forbidden: requests from web pages of other origins are refused (Origin "+strconv.Quote(strings.Join(origin, ", "))+")", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func localOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// capSessions answers a request that would open a session (a POST without
+// Mcp-Session-Id) with 503 while -max-http-sessions are open, before the
+// SDK makes a session for it.
+func (h *httpSessions) capSessions(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && h.full() {
+			w.Header().Set("Retry-After", "10")
+			http.Error(w, "503 Service Unavailable: "+h.tooManySessions(), http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bodyChunk is the unit in which boundBody reads a body.
+const bodyChunk = 1 << 20
+
+// boundBody refuses a body over limit bytes with 413: at once when its
+// Content-Length says so, without reading it, and otherwise as soon as
+// limit+1 bytes arrived. A body within the limit is read first, in chunks
+// that the handler's reads release one by one, so that no body costs
+// more than about its own size before the handler copies it.
+func boundBody(limit int64, next http.Handler) http.Handler {
+	tooLarge := func(w http.ResponseWriter) {
+		w.Header().Set("Connection", "close") // the rest of the body is not read
+		http.Error(w, fmt.Sprintf("413 Request Entity Too Large: a message may have at most %d bytes (-max-message-bytes)", limit), http.StatusRequestEntityTooLarge)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > limit {
+			tooLarge(w)
+			return
+		}
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var chunks [][]byte
+		var n int64
+		for n <= limit {
+			size := min(int64(bodyChunk), limit+1-n)
+			if r.ContentLength >= 0 {
+				size = min(size, r.ContentLength-n+1) // one byte more sees a lying length
+			}
+			buf := make([]byte, size)
+			m, err := io.ReadFull(r.Body, buf)
+			if m > 0 {
+				chunks = append(chunks, buf[:m])
+				n += int64(m)
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				break
+			}
+			if err != nil {
+				http.Error(w, "400 Bad Request: reading the body: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+		}
+		if n > limit {
+			chunks = nil
+			tooLarge(w)
+			return
+		}
+		r.Body = &chunkReader{chunks: chunks}
+		r.ContentLength = n
+		next.ServeHTTP(w, r)
+	})
+}
+
+// chunkReader reads chunks in order and drops each once it is read.
+type chunkReader struct {
+	chunks [][]byte
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	for len(c.chunks) > 0 && len(c.chunks[0]) == 0 {
+		c.chunks[0] = nil
+		c.chunks = c.chunks[1:]
+	}
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	c.chunks[0] = c.chunks[0][n:]
+	return n, nil
+}
+
+func (*chunkReader) Close() error { return nil }

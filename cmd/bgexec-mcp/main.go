@@ -45,8 +45,14 @@
 // Over HTTP the endpoint is http://<addr>/mcp, and every request must carry
 // "Authorization: Bearer <token>", the token being the content of
 // -token-file (surrounding whitespace trimmed); a request without it gets
-// 401. Other requests are the SDK's Streamable HTTP transport, including
-// its DNS-rebinding protection for loopback addresses.
+// 401. A request whose Origin header is not a loopback origin ("null"
+// included) gets 403; one without Origin passes. At most
+// -max-http-sessions (default 64) sessions are open at once; a request
+// that would open another gets 503. A body over -max-message-bytes gets
+// 413: before it is read when its Content-Length says so, else once the
+// limit is passed. Other requests are the SDK's Streamable HTTP
+// transport, including its DNS-rebinding protection for loopback
+// addresses.
 //
 // # Sessions and lifetime
 //
