@@ -113,6 +113,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func (h *httpServer) connect(t *testing.T, opts *mcp.ClientOptions) *client {
 	t.Helper()
+	//lint:ignore SA1019 the server keeps the deprecated MCP logging feature (see the README); this tests it.
 	c := &client{logs: make(chan *mcp.LoggingMessageParams, 16), progress: make(chan *mcp.ProgressNotificationParams, 64)}
 	mc := mcp.NewClient(&mcp.Implementation{Name: "bgexec-test", Version: "v0"}, c.options(opts))
 	c.mc = mc
@@ -174,6 +175,7 @@ func TestExitNoticeInNextResult(t *testing.T) {
 				if setLevel {
 					ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 					defer cancel()
+					//lint:ignore SA1019 the server keeps the deprecated MCP logging feature (see the README); this tests it.
 					require.NoError(t, c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
 				}
 				res := c.call(t, "exec", map[string]any{"command": "echo build done", "background": true})
@@ -428,10 +430,12 @@ func TestProtocolErrors(t *testing.T) {
 			require.True(t, errors.As(err, &we), "an unknown tool is a JSON-RPC error: %v", err)
 			assert.Equal(t, int64(jsonrpc.CodeInvalidParams), we.Code)
 
+			//lint:ignore SA1019 the server keeps the deprecated MCP logging feature (see the README); this tests it.
 			err = c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "loud"})
 			require.True(t, errors.As(err, &we), "an invalid level is a JSON-RPC error: %v", err)
 			assert.Equal(t, int64(jsonrpc.CodeInvalidParams), we.Code)
 			assert.Contains(t, we.Message, "notice")
+			//lint:ignore SA1019 the server keeps the deprecated MCP logging feature (see the README); this tests it.
 			require.NoError(t, c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}))
 		})
 	}
@@ -446,6 +450,7 @@ func TestRootsAreTheDefaultWorkdir(t *testing.T) {
 				args["command"] = "pwd"
 				return textOf(t, c.call(t, "exec", args))
 			}
+			//lint:ignore SA1019 the server keeps the deprecated MCP roots feature (see the README); this tests it.
 			c.mc.AddRoots(&mcp.Root{URI: "file://" + first, Name: "project"})
 			// The change reaches the server as a notification; the exec
 			// that follows may overtake it over HTTP, so look again.
@@ -455,7 +460,9 @@ func TestRootsAreTheDefaultWorkdir(t *testing.T) {
 			}
 			assert.Equal(t, explicit, pwd(map[string]any{"workdir": explicit}), "an explicit workdir wins")
 
+			//lint:ignore SA1019 the server keeps the deprecated MCP roots feature (see the README); this tests it.
 			c.mc.RemoveRoots("file://" + first)
+			//lint:ignore SA1019 the server keeps the deprecated MCP roots feature (see the README); this tests it.
 			c.mc.AddRoots(&mcp.Root{URI: "file://" + second})
 			for pwd(map[string]any{}) != second {
 				require.True(t, time.Now().Before(deadline), "a changed root list is asked for again")

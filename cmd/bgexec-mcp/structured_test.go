@@ -111,7 +111,7 @@ func TestStructuredOnlyHostSeesEverything(t *testing.T) {
 		see(sid, "process", map[string]any{"action": "submit", "sessionId": sid})
 		see(sid, "process", map[string]any{"action": "paste", "sessionId": sid, "text": "PASTE-MARK\n"})
 		see("100", "process", map[string]any{"action": "resize", "sessionId": sid, "cols": 100, "rows": 30})
-		res = see("KEYS-MARK", "process", map[string]any{"action": "wait", "sessionId": sid, "pattern": "PASTE-MARK", "timeout": 20000})
+		see("KEYS-MARK", "process", map[string]any{"action": "wait", "sessionId": sid, "pattern": "PASTE-MARK", "timeout": 20000})
 		see("PASTE-MARK", "process", map[string]any{"action": "screen", "sessionId": sid})
 		see("Killed session "+sid, "process", map[string]any{"action": "kill", "sessionId": sid})
 	})
