@@ -138,3 +138,16 @@ func TestApprovalDeniedWithoutAnAnswer(t *testing.T) {
 		assert.Len(t, p.forms(), 1)
 	})
 }
+
+// TestApprovalOverHTTP asks through a Streamable HTTP session: the form
+// travels on the exec request's stream.
+func TestApprovalOverHTTP(t *testing.T) {
+	hs := startHTTP(t, buildServer(t), "-ask", "always")
+	p := &person{}
+	p.answer("accept", "allow-once")
+	c := hs.connect(t, &mcp.ClientOptions{ElicitationHandler: p.handle})
+	res := c.call(t, "exec", map[string]any{"command": "echo HTTP-APPROVED"})
+	assert.Equal(t, "HTTP-APPROVED", structuredOnly(t, res))
+	require.Len(t, p.forms(), 1)
+	assert.Contains(t, p.forms()[0].Message, "Command: echo HTTP-APPROVED")
+}
