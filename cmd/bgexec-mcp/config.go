@@ -336,6 +336,12 @@ func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*se
 		return nil, keyError("sandbox.enabled", "sandbox", "the sandbox's paths or network are set but the sandbox is not enabled")
 	}
 
+	if c.Workdir != "" {
+		if fi, err := os.Stat(c.Workdir); err != nil || !fi.IsDir() {
+			return nil, keyError("workdir", "workdir", "%q is not an existing directory", c.Workdir)
+		}
+	}
+
 	cfg := bgexec.ConfigFromEnv(getenv)
 	cfg.Workdir = c.Workdir
 	if c.Sandbox.Enabled {
@@ -375,7 +381,8 @@ func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*se
 	trial.Logger = slog.New(slog.DiscardHandler)
 	reg, err := bgexec.NewRegistry(trial)
 	if err != nil {
-		return nil, err
+		// bgexec names its Config field; the keys are the same words.
+		return nil, fmt.Errorf("the configuration is refused: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()

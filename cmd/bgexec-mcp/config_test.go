@@ -131,7 +131,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{name: "a relative sandbox path", args: []string{"-sandbox", "-sandbox-writable", "rel/dir"}, want: `key sandbox.writablePaths (flag -sandbox-writable): "rel/dir" is not an absolute path`},
 		{name: "sandbox paths without the sandbox", file: `{"sandbox": {"hidePaths": ["/etc/ssh"]}}`, want: "key sandbox.enabled (flag -sandbox)"},
 		{name: "a node without an address", file: `{"nodes": {"build1": {"user": "ci"}}}`, want: "key nodes.build1.addr"},
-		{name: "a workdir bgexec refuses", args: []string{"-workdir", "/no/such/dir"}, want: "Workdir"},
+		{name: "a workdir bgexec refuses", args: []string{"-workdir", "/no/such/dir"}, want: `key workdir (flag -workdir): "/no/such/dir" is not an existing directory`},
+		{name: "a node host without nodes", args: []string{"-host", "node"}, want: "the configuration is refused: bgexec: Config.Host is \"node\" but Config.Nodes is empty"},
 		{name: "a stray argument", args: []string{"stray"}, want: "unexpected arguments"},
 		{name: "a missing file", args: []string{"-config", "/no/such/file.json"}, want: "/no/such/file.json"},
 	} {
