@@ -52,7 +52,7 @@ func BenchmarkEmptyPollResult(b *testing.B) {
 		b.ReportMetric(float64(n), "bytes/result")
 	}
 	b.Run("status-fields", func(b *testing.B) {
-		run(b, func(r *bgexec.Result) ([]byte, error) { return json.Marshal(outputOf(&r.Details)) })
+		run(b, func(r *bgexec.Result) ([]byte, error) { return json.Marshal(outputOf(r.Text(), &r.Details)) })
 	})
 	b.Run("baseline-details", func(b *testing.B) {
 		run(b, func(r *bgexec.Result) ([]byte, error) { return json.Marshal(r.Details) })

@@ -59,6 +59,9 @@ func TestTypeScriptClient(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) {
 		runNode(t, "stdio", bin, "-max-call-ms", "2000", "-progress-ms", "200")
 	})
+	t.Run("approvals through elicitation", func(t *testing.T) {
+		runNode(t, "approve", bin, "-ask", "always")
+	})
 	t.Run("http", func(t *testing.T) {
 		hs := startHTTP(t, bin, "-max-call-ms", "2000", "-progress-ms", "200")
 		runNode(t, "http", hs.endpoint, hs.token)

@@ -44,7 +44,10 @@ type options struct {
 	// progressEvery is the interval of progress notifications while a call
 	// that carries a progress token waits; zero disables them.
 	progressEvery time.Duration
-	logger        *slog.Logger
+	// approvalTimeout bounds the wait for the person's answer to an
+	// approval form.
+	approvalTimeout time.Duration
+	logger          *slog.Logger
 }
 
 // conn is one MCP session: its registry and scope, the queue of exit
@@ -59,9 +62,12 @@ type conn struct {
 
 // newConn starts the registry of one MCP session.
 func newConn(o *options) (*conn, error) {
-	c := &conn{opts: o, events: &eventQueue{c: make(chan *mcp.LoggingMessageParams, eventQueueSize), logger: o.logger}}
+	c := &conn{opts: o, events: &eventQueue{c: make(chan logEvent, eventQueueSize), logger: o.logger}}
 	cfg := o.cfg
 	cfg.Notifier = c.events
+	// Commands that need approval are put to the person through this
+	// session's client; allow-session answers last as long as it.
+	cfg.Approver = &elicitApprover{timeout: o.approvalTimeout}
 	reg, err := bgexec.NewRegistry(cfg)
 	if err != nil {
 		return nil, err
@@ -143,7 +149,8 @@ func (c *conn) newServer() *mcp.Server {
 		Instructions:              instructionsFor(c.opts.cfg.ExitNoticesInResults),
 		Logger:                    c.opts.logger,
 		SupportedProtocolVersions: revisions,
-		RootsListChangedHandler:   func(context.Context, *mcp.RootsListChangedRequest) { c.roots.invalidate() },
+		//lint:ignore SA1019 roots stay the default workdir without -workdir (see rootDir).
+		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { c.roots.invalidate() },
 	})
 	// The definitions depend on the configuration only: over HTTP the
 	// server is made before its session's registry starts.
@@ -176,11 +183,13 @@ func (c *conn) callTool(ctx context.Context, name string, req *mcp.CallToolReque
 	if req.Params != nil {
 		args = req.Params.Arguments
 	}
-	if name == bgexec.ToolExec {
+	if name == bgexec.ToolExec && c.opts.cfg.Workdir == "" {
 		args = withWorkdir(args, c.roots.get(ctx, req.Session))
 	}
 	stop := c.startProgress(ctx, name, req)
-	res, err := c.sc.Call(ctx, name, args)
+	// The approver, called on this goroutine, asks through the session
+	// the call came in on.
+	res, err := c.sc.Call(withSession(ctx, req.Session), name, args)
 	stop()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -192,9 +201,10 @@ func (c *conn) callTool(ctx context.Context, name string, req *mcp.CallToolReque
 		// The arguments were not a JSON object of the tool's fields.
 		return toolError(fmt.Sprintf("The %s call could not be made: %v. Pass the arguments as a JSON object matching the tool's input schema.", name, err)), nil
 	}
+	text := res.Text()
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: res.Text()}},
-		StructuredContent: outputOf(&res.Details),
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: outputOf(text, &res.Details),
 		// The call failed (refused, invalid, no such session, not
 		// started); a command that ran and ended badly is a successful call.
 		IsError: res.IsError,
@@ -204,7 +214,7 @@ func (c *conn) callTool(ctx context.Context, name string, req *mcp.CallToolReque
 func toolError(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: toolOutput{Status: bgexec.StatusFailed},
+		StructuredContent: toolOutput{Text: text, Status: bgexec.StatusFailed},
 		IsError:           true,
 	}
 }
@@ -253,42 +263,40 @@ func (c *conn) startProgress(ctx context.Context, name string, req *mcp.CallTool
 }
 
 // logLevels are the levels logging/setLevel accepts (RFC 5424 names).
-func logLevels() []mcp.LoggingLevel {
-	return []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+func logLevels() []string {
+	return []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 }
 
 // checkLogLevel answers logging/setLevel with an invalid level with the
 // JSON-RPC error -32602 instead of accepting it.
 func checkLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		//lint:ignore SA1019 logging/setLevel is the deprecated logging feature this server keeps for exit wake-ups (see eventQueue.forward).
 		if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && method == "logging/setLevel" {
-			if r.Params == nil || !slices.Contains(logLevels(), r.Params.Level) {
-				var level mcp.LoggingLevel
+			if r.Params == nil || !slices.Contains(logLevels(), string(r.Params.Level)) {
+				level := ""
 				if r.Params != nil {
-					level = r.Params.Level
+					level = string(r.Params.Level)
 				}
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid log level %q: use one of %s", level, joinLevels())}
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid log level %q: use one of %s", level, strings.Join(logLevels(), ", "))}
 			}
 		}
 		return next(ctx, method, req)
 	}
 }
 
-func joinLevels() string {
-	levels := logLevels()
-	s := make([]string, len(levels))
-	for i, l := range levels {
-		s[i] = string(l)
-	}
-	return strings.Join(s, ", ")
-}
-
 // eventQueue is the registry's Notifier. It queues exit notifications as
 // logging messages without blocking the registry; forward writes them to
 // the client. When the queue is full, new notifications are dropped.
 type eventQueue struct {
-	c      chan *mcp.LoggingMessageParams
+	c      chan logEvent
 	logger *slog.Logger
+}
+
+// logEvent is one logging message to send.
+type logEvent struct {
+	level string
+	data  any
 }
 
 type exitEvent struct {
@@ -303,19 +311,19 @@ type wakeEvent struct {
 
 // SystemEvent implements bgexec.Notifier.
 func (q *eventQueue) SystemEvent(_, text string) {
-	q.put(&mcp.LoggingMessageParams{Level: "notice", Logger: loggerName, Data: exitEvent{Event: "exit", Text: text}})
+	q.put(logEvent{level: "notice", data: exitEvent{Event: "exit", Text: text}})
 }
 
 // Heartbeat implements bgexec.Notifier.
 func (q *eventQueue) Heartbeat(_, reason string) {
-	q.put(&mcp.LoggingMessageParams{Level: "info", Logger: loggerName, Data: wakeEvent{Event: "wake", Reason: reason}})
+	q.put(logEvent{level: "info", data: wakeEvent{Event: "wake", Reason: reason}})
 }
 
-func (q *eventQueue) put(m *mcp.LoggingMessageParams) {
+func (q *eventQueue) put(m logEvent) {
 	select {
 	case q.c <- m:
 	default:
-		q.logger.Warn("exit notification dropped: client is not reading", "data", m.Data)
+		q.logger.Warn("exit notification dropped: client is not reading", "data", m.data)
 	}
 }
 
@@ -326,8 +334,14 @@ func (q *eventQueue) forward(ctx context.Context, ss *mcp.ServerSession) {
 		case <-ctx.Done():
 			return
 		case m := <-q.c:
-			// Log is deprecated as of revision 2026-07-28, which we do not offer.
-			if err := ss.Log(ctx, m); err != nil { //nolint:staticcheck
+			// MCP deprecates logging as of revision 2026-07-28 (which this
+			// server does not offer) without a replacement that reaches a
+			// host's user interface: its advice, stderr or OpenTelemetry,
+			// reaches the operator, not the person at the host. So exit
+			// wake-ups stay logging messages.
+			//lint:ignore SA1019 no current API sends a server-initiated message to the host; see above.
+			err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.level), Logger: loggerName, Data: m.data})
+			if err != nil {
 				q.logger.Warn("exit notification not sent", "err", err)
 			}
 		}

@@ -17,6 +17,12 @@ const rootsTimeout = 5 * time.Second
 // rootDir is the default workdir the client's roots give: the path of the
 // first file:// root. It is asked for at the first exec call and again
 // after notifications/roots/list_changed. The zero value is ready to use.
+//
+// MCP deprecates roots as of revision 2026-07-28 and advises passing paths
+// through tool parameters or configuration: exec's workdir parameter and
+// the -workdir key are those, and with -workdir set the roots are not
+// asked for. Without it the first root is still the best default hosts
+// give (the project they opened), so it stays for the revisions offered.
 type rootDir struct {
 	mu    sync.Mutex
 	known bool
@@ -43,12 +49,14 @@ func (r *rootDir) get(ctx context.Context, ss *mcp.ServerSession) string {
 		return ""
 	}
 	p := ss.InitializeParams()
+	//lint:ignore SA1019 roots are deprecated as of revision 2026-07-28 (not offered here); kept as the default workdir where no -workdir is configured, see rootDir.
 	if p == nil || p.Capabilities == nil || p.Capabilities.RootsV2 == nil {
 		r.set("")
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, rootsTimeout)
 	defer cancel()
+	//lint:ignore SA1019 see above: the client's root is the project a host opened, which no other request tells.
 	res, err := ss.ListRoots(ctx, nil)
 	if err != nil {
 		return ""

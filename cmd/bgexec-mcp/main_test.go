@@ -36,13 +36,20 @@ const callTimeout = 30 * time.Second
 // when the test runs with it) and returns the binary's path.
 func buildServer(t *testing.T) string {
 	t.Helper()
+	return buildServerRace(t, raceEnabled)
+}
+
+// buildServerRace builds the server with or without the race detector
+// (whose shadow memory would swamp a memory measurement).
+func buildServerRace(t *testing.T, race bool) string {
+	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go tool not in PATH")
 	}
-	bin := filepath.Join(t.TempDir(), "mcpserver")
+	bin := filepath.Join(t.TempDir(), "bgexec-mcp")
 	args := []string{"build", "-o", bin}
-	if raceEnabled {
+	if race {
 		args = append(args, "-race")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -72,9 +79,10 @@ func (b *syncBuffer) String() string {
 
 // client is one MCP client connected to its own server process.
 type client struct {
-	mc       *mcp.Client
-	cs       *mcp.ClientSession
-	cmd      *exec.Cmd
+	mc  *mcp.Client
+	cs  *mcp.ClientSession
+	cmd *exec.Cmd
+	//lint:ignore SA1019 the server keeps the deprecated MCP logging feature (see the README); this tests it.
 	logs     chan *mcp.LoggingMessageParams
 	progress chan *mcp.ProgressNotificationParams
 }
@@ -85,6 +93,7 @@ func (c *client) options(opts *mcp.ClientOptions) *mcp.ClientOptions {
 	if opts == nil {
 		opts = &mcp.ClientOptions{}
 	}
+	//lint:ignore SA1019 the server keeps the deprecated MCP logging feature (see the README); this tests it.
 	opts.LoggingMessageHandler = func(_ context.Context, req *mcp.LoggingMessageRequest) {
 		select {
 		case c.logs <- req.Params:
@@ -109,6 +118,7 @@ func connect(t *testing.T, bin string, args ...string) *client {
 // progress handlers are set here) to a new server process run with args.
 func connectWith(t *testing.T, bin string, opts *mcp.ClientOptions, args ...string) *client {
 	t.Helper()
+	//lint:ignore SA1019 the server keeps the deprecated MCP logging feature (see the README); this tests it.
 	c := &client{logs: make(chan *mcp.LoggingMessageParams, 16), progress: make(chan *mcp.ProgressNotificationParams, 64)}
 	stderr := &syncBuffer{}
 	c.cmd = exec.Command(bin, args...)
@@ -216,6 +226,7 @@ func TestServerOverStdio(t *testing.T) {
 	c := connect(t, bin)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
+	//lint:ignore SA1019 the server keeps the deprecated MCP logging feature (see the README); this tests it.
 	require.NoError(t, c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
 
 	t.Run("lists exec and process with our schemas verbatim", func(t *testing.T) {
@@ -356,9 +367,11 @@ func TestServerOverStdio(t *testing.T) {
 				switch {
 				case ev.Event == "exit" && ev.Text == wantExit:
 					gotExit = true
+					//lint:ignore SA1019 the server keeps the deprecated MCP logging feature (see the README); this tests it.
 					assert.Equal(t, mcp.LoggingLevel("notice"), m.Level)
 				case ev.Event == "wake" && ev.Reason == "exec:"+id+":exit":
 					gotWake = true
+					//lint:ignore SA1019 the server keeps the deprecated MCP logging feature (see the README); this tests it.
 					assert.Equal(t, mcp.LoggingLevel("info"), m.Level)
 					assert.True(t, gotExit, "the exit summary comes before the wake request")
 				case ev.Event != "exit" && ev.Event != "wake":

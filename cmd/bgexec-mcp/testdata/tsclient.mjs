@@ -2,11 +2,15 @@
 // Go test TestTypeScriptClient runs it:
 //   node tsclient.mjs stdio <server binary> [server args…]
 //   node tsclient.mjs http <endpoint> <token>
+//   node tsclient.mjs approve <server binary> -ask always [server args…]
+// The last answers the server's approval forms (elicitation) and checks
+// what each answer does.
 // The client validates every structuredContent against the tool's
 // outputSchema (ajv). Exits non-zero with a message on the first failure.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [mode, target, ...rest] = process.argv.slice(2);
 function fail(msg) {
@@ -15,11 +19,52 @@ function fail(msg) {
 }
 const text = (res) => res.content.map((c) => c.text).join("");
 
-const transport = mode === "stdio"
-  ? new StdioClientTransport({ command: target, args: rest, stderr: "inherit" })
-  : new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers: { Authorization: "Bearer " + rest[0] } } });
-const client = new Client({ name: "ts-test", version: "0" });
+const transport = mode === "http"
+  ? new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers: { Authorization: "Bearer " + rest[0] } } })
+  : new StdioClientTransport({ command: target, args: rest, stderr: "inherit" });
+const client = new Client({ name: "ts-test", version: "0" }, { capabilities: { elicitation: { form: {} } } });
+// The person: answers every approval form with the next scripted answer.
+const forms = [];
+let nextAnswer = { action: "accept", content: { decision: "allow-once" } };
+client.setRequestHandler(ElicitRequestSchema, async (req) => {
+  forms.push(req.params);
+  return nextAnswer;
+});
 await client.connect(transport);
+
+// Hosts such as Claude Code and Codex give the model only structuredContent
+// when a result has one: every result must carry its whole text there too.
+const callTool = client.callTool.bind(client);
+client.callTool = async (...args) => {
+  const res = await callTool(...args);
+  if (!res.structuredContent || res.structuredContent.text !== text(res)) {
+    fail(`structuredContent.text is not the text of ${JSON.stringify(args[0])}: ${JSON.stringify(res)}`);
+  }
+  return res;
+};
+
+if (mode === "approve") {
+  let res = await client.callTool({ name: "exec", arguments: { command: "echo TS-APPROVED" } });
+  if (text(res) !== "TS-APPROVED") fail("allow-once did not run the command: " + text(res));
+  const f = forms[0];
+  if (!f || f.mode !== "form" || !f.message.includes("Command: echo TS-APPROVED")) fail("no approval form with the command: " + JSON.stringify(f));
+  const choice = f.requestedSchema.properties.decision;
+  if (JSON.stringify(choice.enum) !== JSON.stringify(["allow-once", "allow-session", "deny"])) fail("form choices: " + JSON.stringify(choice));
+
+  nextAnswer = { action: "accept", content: { decision: "allow-session" } };
+  res = await client.callTool({ name: "exec", arguments: { command: "echo TS-SESSION" } });
+  nextAnswer = { action: "accept", content: { decision: "deny" } };
+  res = await client.callTool({ name: "exec", arguments: { command: "echo TS-SESSION" } });
+  if (text(res) !== "TS-SESSION" || forms.length !== 2) fail("allow-session asked again or did not run: " + text(res));
+  res = await client.callTool({ name: "exec", arguments: { command: "echo TS-DENIED" } });
+  if (!res.isError || text(res) !== "exec denied: the person denied it.") fail("deny: " + text(res));
+  nextAnswer = { action: "decline" };
+  res = await client.callTool({ name: "exec", arguments: { command: "echo TS-DENIED" } });
+  if (!text(res).includes("declined")) fail("decline: " + text(res));
+  await client.close();
+  console.log("OK");
+  process.exit(0);
+}
 
 const { tools } = await client.listTools();
 for (const t of tools) {
@@ -73,8 +118,9 @@ for (let i = 0; i < 50; i++) {
   res = await client.callTool({ name: "process", arguments: { action: "poll", sessionId: bg } });
   if (text(res).startsWith("(no new output)")) break;
 }
-const size = JSON.stringify(res.structuredContent).length;
-if (size > 2048) fail("empty poll structuredContent has " + size + " bytes");
+const { text: _, ...statusFields } = res.structuredContent;
+const size = JSON.stringify(statusFields).length;
+if (size > 2048) fail("empty poll structuredContent has " + size + " bytes besides its text");
 await client.callTool({ name: "process", arguments: { action: "kill", sessionId: bg } });
 
 await client.close();

@@ -1,29 +1,58 @@
-// Command mcpserver serves the bgexec exec and process tools to MCP
+// Command bgexec-mcp serves the bgexec exec and process tools to MCP
 // clients, over stdio (newline-delimited JSON-RPC on stdin and stdout, one
 // client) or over the Streamable HTTP transport (-http, any number of
-// clients).
+// clients). Install it with
 //
-// Start it with
+//	go install github.com/bgexec/bgexec/cmd/bgexec-mcp@latest
 //
-//	go run ./examples/mcpserver
-//	go run ./examples/mcpserver -http 127.0.0.1:8080 -token-file ~/.bgexec-token
+// and register it with a host, for example
 //
-// or build it and register the binary with an MCP client, for example:
+//	claude mcp add bgexec -- bgexec-mcp -ask on-miss -allowlist ls,cat,git
+//	bgexec-mcp -http 127.0.0.1:8080 -token-file ~/.bgexec-token
 //
-//	{
-//	  "mcpServers": {
-//	    "bgexec": {
-//	      "command": "/path/to/mcpserver",
-//	      "env": { "PI_BASH_YIELD_MS": "10000" }
-//	    }
-//	  }
-//	}
+// The README shows the lines for Claude Code, Codex, Cursor, VS Code and
+// Claude Desktop.
+//
+// # Configuration
+//
+// Every setting is a key of the JSON file given with -config and a flag;
+// -h lists them. The defaults come first, then the file, then the flags
+// given on the command line, each overriding the one before (a list flag
+// such as -allowlist replaces the file's list, and repeating it appends).
+// Everything is checked at start: an unknown key, a value of the wrong
+// type or out of range, and a configuration bgexec refuses (a sandbox
+// without bwrap, a node without an address) stop the server with an error
+// that names the key and its flag. BGEXEC_SANDBOX=1 in the environment
+// turns the sandbox on by default, and the registry settings that are not
+// keys (yield window, output caps) come from the environment variables of
+// [bgexec.ConfigFromEnv].
+//
+// # Approvals
+//
+// -security allowlist refuses every command not on -allowlist, and
+// -security deny every command. With -ask on-miss (commands not on
+// -allowlist) or -ask always, a command that needs a decision is shown to
+// the person through the client's elicitation form: the command, its workdir,
+// the commands the shell parser found and why approval is needed, with one
+// choice: allow-once, allow-session (this exact command runs without
+// asking for the rest of the MCP session) or deny. A client that does not
+// offer elicitation, a declined or cancelled form and no answer within
+// -approval-timeout (default 5m) all deny, and the refusal the model reads
+// says which. The form is sent on the exec call's own session, and the
+// call waits for the answer (with progress notifications when the request
+// has a progress token).
 //
 // Over HTTP the endpoint is http://<addr>/mcp, and every request must carry
 // "Authorization: Bearer <token>", the token being the content of
 // -token-file (surrounding whitespace trimmed); a request without it gets
-// 401. Other requests are the SDK's Streamable HTTP transport, including
-// its DNS-rebinding protection for loopback addresses.
+// 401. A request whose Origin header is not a loopback origin ("null"
+// included) gets 403; one without Origin passes. At most
+// -max-http-sessions (default 64) sessions are open at once; a request
+// that would open another gets 503. A body over -max-message-bytes gets
+// 413: before it is read when its Content-Length says so, else once the
+// limit is passed. Other requests are the SDK's Streamable HTTP
+// transport, including its DNS-rebinding protection for loopback
+// addresses.
 //
 // # Sessions and lifetime
 //
@@ -73,9 +102,12 @@
 //
 // # Results
 //
-// Every result has the text for the model as text content, and status
-// fields (status, sessionId, exitCode …, never the output again) as
-// structured content matching the tool's outputSchema. isError is set
+// Every result has the text for the model as text content, and as
+// structured content matching the tool's outputSchema: the same text in
+// the field "text" (hosts such as Claude Code and Codex show the model only
+// the structured content when there is one), beside the status fields
+// (status, sessionId, exitCode …; details.aggregated and details.tail,
+// which would repeat the output, are left out). isError is set
 // when the call failed (refused, invalid, no such session), not when a
 // command exited non-zero. Invalid arguments are tool results with isError
 // and a text that explains them; an unknown tool and an invalid log level
@@ -94,35 +126,23 @@
 // transport: a 10 MB command fits even when every character needs a
 // six-byte JSON escape.
 //
-// The configuration of the registries comes from the environment
-// variables of [bgexec.ConfigFromEnv]. BGEXEC_SANDBOX=1 runs every command
-// in the bubblewrap sandbox with its defaults ([bgexec.Sandbox]): no
-// network, the file system read-only but the working directory and /tmp.
+// # Sandbox
+//
+// -sandbox (or BGEXEC_SANDBOX=1) runs every command in the bubblewrap
+// sandbox ([bgexec.Sandbox]): by default no network, the file system
+// read-only but the working directory and /tmp; -sandbox-network,
+// -sandbox-writable, -sandbox-readonly and -sandbox-hide change that.
 package main
 
 import (
 	"bytes"
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
-
-	"github.com/bgexec/bgexec"
-)
-
-// Flag defaults.
-const (
-	defaultMaxCallMs       = 50000
-	defaultProgressMs      = 5000
-	defaultMaxMessageBytes = 64 << 20
-	defaultSessionIdle     = time.Hour
 )
 
 func main() {
@@ -135,59 +155,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "mcpserver:", err)
+		fmt.Fprintln(os.Stderr, "bgexec-mcp:", err)
 		os.Exit(1)
 	}
-}
-
-// settings are the parsed flags.
-type settings struct {
-	opts       *options
-	addr       string
-	tokenFile  string
-	maxMessage int
-	idle       time.Duration
-}
-
-// parseFlags reads the command line; the registries' configuration starts
-// from the environment ([bgexec.ConfigFromEnv]).
-func parseFlags(args []string, stderr io.Writer) (*settings, error) {
-	fs := flag.NewFlagSet("mcpserver", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("http", "", "serve Streamable HTTP at `addr` (host:port) under /mcp instead of stdio")
-	tokenFile := fs.String("token-file", "", "`file` holding the bearer token HTTP requests must carry (required with -http)")
-	maxCallMs := fs.Int("max-call-ms", defaultMaxCallMs, "longest wait of one tool call in `ms` (yield window, poll and wait timeouts); 0 means no cap")
-	progressMs := fs.Int("progress-ms", defaultProgressMs, "interval of progress notifications in `ms` while a call with a progress token waits; 0 disables them")
-	notices := fs.Bool("exit-notices", true, "put exit notices of background commands into the next tool result")
-	maxMessage := fs.Int("max-message-bytes", defaultMaxMessageBytes, "largest JSON-RPC message (stdio line or HTTP body) in `bytes`")
-	idle := fs.Duration("session-idle", defaultSessionIdle, "close an HTTP session (killing its commands) after this long without a request; 0 never does")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if *maxCallMs < 0 || *progressMs < 0 || *maxMessage < 1024 || *idle < 0 {
-		return nil, errors.New("-max-call-ms, -progress-ms and -session-idle must not be negative, and -max-message-bytes must be at least 1024")
-	}
-	switch {
-	case *addr == "" && *tokenFile != "":
-		return nil, errors.New("-token-file needs -http")
-	case *addr != "" && *tokenFile == "":
-		return nil, errors.New("-http needs -token-file: the HTTP transport requires a bearer token")
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg := bgexec.ConfigFromEnv(nil)
-	if os.Getenv("BGEXEC_SANDBOX") == "1" {
-		cfg.Sandbox = &bgexec.Sandbox{}
-	}
-	cfg.ExitNoticesInResults = *notices
-	cfg.MaxCallWaitMs = *maxCallMs
-	return &settings{
-		opts:      &options{cfg: cfg, progressEvery: time.Duration(*progressMs) * time.Millisecond, logger: logger},
-		addr:      *addr,
-		tokenFile: *tokenFile, maxMessage: *maxMessage, idle: *idle,
-	}, nil
 }
 
 // run parses the flags and serves until the client leaves or ctx ends.
@@ -211,6 +181,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "mcpserver: serving MCP at http://%s/mcp\n", ln.Addr())
-	return serveHTTP(ctx, ln, st.opts, httpOptions{token: token, idle: st.idle, maxBody: int64(st.maxMessage)})
+	fmt.Fprintf(stderr, "bgexec-mcp: serving MCP at http://%s/mcp\n", ln.Addr())
+	return serveHTTP(ctx, ln, st.opts, httpOptions{token: token, idle: st.idle, maxBody: int64(st.maxMessage), maxSessions: st.maxHTTPSessions})
 }

@@ -71,11 +71,16 @@ func instructionsFor(notices bool) string {
 	return "Tools for running shell commands that may outlive a single call. Start long work once with exec (background: true or a short yieldMs); " + tell + ". Use process wait to block for a log line, a port or the exit, and process poll or log to look at output on demand. Do not poll in a loop. A call waits at most the server's per-call limit and then says so; call again to keep waiting."
 }
 
-// toolOutput is the structured content of every result: bgexec's details
-// without the output itself. The text content is the output; repeating it
-// (details.aggregated, details.tail) would double every result, so the
-// structured content carries the status fields only.
+// toolOutput is the structured content of every result: the model-facing
+// text, whole, and bgexec's status fields. Hosts such as Claude Code and
+// Codex give the model only the structured content when a result has one,
+// so Text repeats the text content (output, exit notices, hints, refusal
+// reasons) and a host that reads either part shows the model the same.
+// The output is carried once more only as that text: details.aggregated
+// and details.tail, which would repeat it a second time, are left out.
 type toolOutput struct {
+	// Text is the result's text content, verbatim.
+	Text      string        `json:"text"`
 	Status    bgexec.Status `json:"status"`
 	SessionID string        `json:"sessionId,omitempty"`
 	Pid       int           `json:"pid,omitempty"`
@@ -136,9 +141,10 @@ func droppedDetails() []string {
 	return []string{"aggregated", "tail", "matched", "error", "followUp"}
 }
 
-func outputOf(d *bgexec.Details) toolOutput {
+// outputOf is the structured content of a result whose text is text.
+func outputOf(text string, d *bgexec.Details) toolOutput {
 	o := toolOutput{
-		Status: d.Status, SessionID: d.SessionID, Pid: d.Pid, StartedAt: d.StartedAt, Cwd: d.Cwd,
+		Text: text, Status: d.Status, SessionID: d.SessionID, Pid: d.Pid, StartedAt: d.StartedAt, Cwd: d.Cwd,
 		ExitSignal: d.ExitSignal, ExitReason: d.ExitReason, DurationMs: d.DurationMs,
 		TimedOut: d.TimedOut, Name: d.Name, RetryInMs: d.RetryInMs, TotalLines: d.TotalLines,
 		TotalChars: d.TotalChars, FirstLine: d.FirstLine, Truncated: d.Truncated, Port: d.Port, Condition: d.Condition,
@@ -176,6 +182,7 @@ func outputSchema(tool string) json.RawMessage {
 }
 
 const statusFieldsSchema = `
+    "text": {"type": "string", "description": "The whole result as text (output, notices, hints, refusal reasons): the same as the text content."},
     "status": {"type": "string", "enum": ["running", "completed", "failed"], "description": "running: the command is still running (in the background); completed: it exited on its own (any exit code) or the action succeeded; failed: it was killed, timed out or could not start, or the call failed."},
     "sessionId": {"type": "string", "description": "The background session, for process calls."},
     "pid": {"type": "integer", "description": "Process id of the session's shell."},
@@ -210,7 +217,7 @@ const execOutputSchema = `{
   "type": "object",
   "properties": {` + statusFieldsSchema + `
   },
-  "required": ["status"],
+  "required": ["text", "status"],
   "additionalProperties": false
 }`
 
@@ -257,6 +264,6 @@ const processOutputSchema = `{
       }
     }
   },
-  "required": ["status"],
+  "required": ["text", "status"],
   "additionalProperties": false
 }`

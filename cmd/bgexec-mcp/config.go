@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bgexec/bgexec"
+)
+
+// Defaults of the configuration keys that are not bgexec's own.
+const (
+	defaultMaxCallMs       = 50000
+	defaultProgressMs      = 5000
+	defaultMaxMessageBytes = 64 << 20
+	defaultSessionIdle     = time.Hour
+	defaultMaxHTTPSessions = 64
+	defaultApprovalTimeout = 5 * time.Minute
+)
+
+// fileConfig is the configuration: the keys of the -config file (JSON),
+// each of which a flag can override. The zero value is not the default;
+// defaultConfig is.
+type fileConfig struct {
+	// Transport.
+	HTTP            string `json:"http"`
+	TokenFile       string `json:"tokenFile"`
+	MaxHTTPSessions int    `json:"maxHttpSessions"`
+	SessionIdle     string `json:"sessionIdle"`
+	MaxMessageBytes int    `json:"maxMessageBytes"`
+	// Calls and notices.
+	MaxCallMs   int  `json:"maxCallMs"`
+	ProgressMs  int  `json:"progressMs"`
+	ExitNotices bool `json:"exitNotices"`
+	// Where commands run.
+	Workdir     string                `json:"workdir"`
+	Sandbox     sandboxConfig         `json:"sandbox"`
+	Host        string                `json:"host"`
+	Nodes       map[string]nodeConfig `json:"nodes"`
+	DefaultNode string                `json:"defaultNode"`
+	Elevated    bool                  `json:"elevated"`
+	// Approvals.
+	Security        string     `json:"security"`
+	Ask             string     `json:"ask"`
+	Allowlist       stringList `json:"allowlist"`
+	ApprovalTimeout string     `json:"approvalTimeout"`
+	// Limits and quotas.
+	Limits      limitsConfig `json:"limits"`
+	Quotas      quotasConfig `json:"quotas"`
+	Containment string       `json:"containment"`
+}
+
+type sandboxConfig struct {
+	Enabled       bool       `json:"enabled"`
+	Network       bool       `json:"network"`
+	WritablePaths stringList `json:"writablePaths"`
+	ReadOnlyPaths stringList `json:"readOnlyPaths"`
+	HidePaths     stringList `json:"hidePaths"`
+	MinimalRoot   bool       `json:"minimalRoot"`
+}
+
+type nodeConfig struct {
+	Addr           string `json:"addr"`
+	User           string `json:"user"`
+	KeyFile        string `json:"keyFile"`
+	KnownHostsFile string `json:"knownHostsFile"`
+	Shell          string `json:"shell"`
+	Workdir        string `json:"workdir"`
+	MaxSessions    int    `json:"maxSessions"`
+}
+
+type limitsConfig struct {
+	MemoryBytes int64   `json:"memoryBytes"`
+	Tasks       int     `json:"tasks"`
+	CPU         float64 `json:"cpu"`
+}
+
+type quotasConfig struct {
+	MaxRunning     int     `json:"maxRunning"`
+	MaxTimeoutSec  float64 `json:"maxTimeoutSec"`
+	MaxOutputBytes int64   `json:"maxOutputBytes"`
+}
+
+// defaultConfig is the configuration before the file and the flags: the
+// documented defaults, and BGEXEC_SANDBOX=1 from the environment.
+func defaultConfig(getenv func(string) string) fileConfig {
+	return fileConfig{
+		MaxHTTPSessions: defaultMaxHTTPSessions,
+		SessionIdle:     defaultSessionIdle.String(),
+		MaxMessageBytes: defaultMaxMessageBytes,
+		MaxCallMs:       defaultMaxCallMs,
+		ProgressMs:      defaultProgressMs,
+		ExitNotices:     true,
+		Sandbox:         sandboxConfig{Enabled: getenv("BGEXEC_SANDBOX") == "1"},
+		ApprovalTimeout: defaultApprovalTimeout.String(),
+	}
+}
+
+// stringList is a list flag: comma-separated, repeatable. The first Set
+// replaces what the file gave; later ones append.
+type stringList struct {
+	items    []string
+	fromFlag bool
+}
+
+func (l *stringList) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(l.items, ",")
+}
+
+func (l *stringList) Set(s string) error {
+	if !l.fromFlag {
+		l.items, l.fromFlag = nil, true
+	}
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			l.items = append(l.items, item)
+		}
+	}
+	return nil
+}
+
+func (l *stringList) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &l.items) }
+
+func (l stringList) MarshalJSON() ([]byte, error) { return json.Marshal(l.items) }
+
+// bindFlags defines every flag of fs on the fields of c, so that parsing
+// overrides exactly the keys whose flags are given.
+func bindFlags(fs *flag.FlagSet, c *fileConfig, configFile *string) {
+	fs.StringVar(configFile, "config", "", "read the configuration from the JSON `file` (its keys are listed in the README); flags given override its keys")
+	fs.StringVar(&c.HTTP, "http", c.HTTP, "serve Streamable HTTP at `addr` (host:port) under /mcp instead of stdio (key http)")
+	fs.StringVar(&c.TokenFile, "token-file", c.TokenFile, "`file` holding the bearer token HTTP requests must carry; required with -http (key tokenFile)")
+	fs.IntVar(&c.MaxHTTPSessions, "max-http-sessions", c.MaxHTTPSessions, "most MCP sessions open at once over HTTP; each has its own registry (key maxHttpSessions)")
+	fs.StringVar(&c.SessionIdle, "session-idle", c.SessionIdle, "close an HTTP session (killing its commands) after this `duration` without a request; 0 never does (key sessionIdle)")
+	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "largest JSON-RPC message (stdio line or HTTP body) in `bytes` (key maxMessageBytes)")
+	fs.IntVar(&c.MaxCallMs, "max-call-ms", c.MaxCallMs, "longest wait of one tool call in `ms` (yield window, poll and wait timeouts); 0 means no cap (key maxCallMs)")
+	fs.IntVar(&c.ProgressMs, "progress-ms", c.ProgressMs, "interval of progress notifications in `ms` while a call with a progress token waits; 0 disables them (key progressMs)")
+	fs.BoolVar(&c.ExitNotices, "exit-notices", c.ExitNotices, "put exit notices of background commands into the next tool result (key exitNotices)")
+	fs.StringVar(&c.Workdir, "workdir", c.Workdir, "default working `dir` of commands (key workdir; default: the client's first root, else the server's directory)")
+	fs.BoolVar(&c.Sandbox.Enabled, "sandbox", c.Sandbox.Enabled, "run every command in the bubblewrap sandbox (key sandbox.enabled; BGEXEC_SANDBOX=1 sets the default)")
+	fs.BoolVar(&c.Sandbox.Network, "sandbox-network", c.Sandbox.Network, "give sandboxed commands the network (key sandbox.network)")
+	fs.Var(&c.Sandbox.WritablePaths, "sandbox-writable", "`paths` (comma-separated, repeatable) sandboxed commands may write besides the workdir and /tmp (key sandbox.writablePaths)")
+	fs.Var(&c.Sandbox.ReadOnlyPaths, "sandbox-readonly", "`paths` (comma-separated, repeatable) bound read-only into the sandbox (key sandbox.readOnlyPaths)")
+	fs.Var(&c.Sandbox.HidePaths, "sandbox-hide", "`paths` (comma-separated, repeatable) hidden from sandboxed commands (key sandbox.hidePaths)")
+	fs.StringVar(&c.Host, "host", c.Host, "where commands run: auto, gateway, sandbox or node (key host; nodes come from the file's key nodes)")
+	fs.StringVar(&c.DefaultNode, "default-node", c.DefaultNode, "`node` of an exec that names none (key defaultNode)")
+	fs.BoolVar(&c.Elevated, "elevated", c.Elevated, "allow exec's elevated: true (outside the sandbox) (key elevated)")
+	fs.StringVar(&c.Security, "security", c.Security, "exec security: full, allowlist or deny (key security; default full)")
+	fs.StringVar(&c.Ask, "ask", c.Ask, "ask the person before a command runs: off, on-miss (commands not on the allowlist) or always (key ask; default off)")
+	fs.Var(&c.Allowlist, "allowlist", "`programs` (comma-separated, repeatable) that run without asking (key allowlist)")
+	fs.StringVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, "how long to wait for the person's answer before denying, a `duration` (key approvalTimeout)")
+	fs.Int64Var(&c.Limits.MemoryBytes, "memory-bytes", c.Limits.MemoryBytes, "memory limit of each command in `bytes`; 0 means none (key limits.memoryBytes)")
+	fs.IntVar(&c.Limits.Tasks, "tasks", c.Limits.Tasks, "process and thread limit of each command; 0 means bgexec's default (key limits.tasks)")
+	fs.Float64Var(&c.Limits.CPU, "cpu", c.Limits.CPU, "CPU limit of each command in `cores`; 0 means none (key limits.cpu)")
+	fs.IntVar(&c.Quotas.MaxRunning, "max-running", c.Quotas.MaxRunning, "most commands running at once in one MCP session; 0 means bgexec's default (key quotas.maxRunning)")
+	fs.Float64Var(&c.Quotas.MaxTimeoutSec, "max-timeout-sec", c.Quotas.MaxTimeoutSec, "longest run of any command in `seconds`; 0 means bgexec's default (key quotas.maxTimeoutSec)")
+	fs.Int64Var(&c.Quotas.MaxOutputBytes, "max-output-bytes", c.Quotas.MaxOutputBytes, "most output a command may print in `bytes`; 0 means bgexec's default (key quotas.maxOutputBytes)")
+	fs.StringVar(&c.Containment, "containment", c.Containment, "auto, off or required: whether limits need cgroups (key containment)")
+}
+
+// loadFile reads a JSON configuration file over c. Unknown keys are
+// refused, and a value of the wrong type names its key.
+func loadFile(path string, c *fileConfig) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			return fmt.Errorf("key %q: a JSON %s is not a %s", te.Field, te.Value, te.Type)
+		case errors.As(err, &se):
+			return fmt.Errorf("not valid JSON at byte %d: %w", se.Offset, err)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return fmt.Errorf("unknown key %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value")
+	}
+	return nil
+}
+
+// settings are the validated configuration.
+type settings struct {
+	opts            *options
+	addr            string
+	tokenFile       string
+	maxMessage      int
+	idle            time.Duration
+	maxHTTPSessions int
+}
+
+// parseFlags reads the configuration: the defaults, then the -config file,
+// then the flags given, each overriding the one before. Registry settings
+// not listed as keys come from the environment ([bgexec.ConfigFromEnv]).
+func parseFlags(args []string, stderr io.Writer) (*settings, error) {
+	return parseConfig(args, stderr, os.Getenv)
+}
+
+func parseConfig(args []string, stderr io.Writer, getenv func(string) string) (*settings, error) {
+	// The first pass finds -config; the second parses the flags over the
+	// file, so that flags win whatever their position.
+	var configFile string
+	probe := defaultConfig(getenv)
+	fs := flag.NewFlagSet("bgexec-mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bindFlags(fs, &probe, &configFile)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	c := defaultConfig(getenv)
+	if configFile != "" {
+		if err := loadFile(configFile, &c); err != nil {
+			return nil, fmt.Errorf("config %s: %w", configFile, err)
+		}
+	}
+	fs = flag.NewFlagSet("bgexec-mcp", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	bindFlags(fs, &c, &configFile)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	st, err := c.validate(getenv, stderr)
+	if err != nil {
+		if configFile != "" {
+			return nil, fmt.Errorf("config %s and flags: %w", configFile, err)
+		}
+		return nil, err
+	}
+	return st, nil
+}
+
+// keyError names the key (and its flag) whose value is wrong.
+func keyError(key, flagName, format string, a ...any) error {
+	return fmt.Errorf("key %s (flag -%s): %s", key, flagName, fmt.Sprintf(format, a...))
+}
+
+func parseDuration(key, flagName, s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d < 0 {
+		return 0, keyError(key, flagName, "%q is not a duration such as 30s, 5m or 1h", s)
+	}
+	return d, nil
+}
+
+func oneOf(key, flagName, v string, allowed ...string) error {
+	if v == "" || slices.Contains(allowed, strings.ToLower(strings.TrimSpace(v))) {
+		return nil
+	}
+	return keyError(key, flagName, "%q is not one of %s", v, strings.Join(allowed, ", "))
+}
+
+// validate checks every key and builds the settings; the registry
+// configuration is then tried once (NewRegistry, Close), so that a
+// sandbox without bwrap or a bad node fails at start, not at the first
+// session.
+func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*settings, error) {
+	idle, err := parseDuration("sessionIdle", "session-idle", c.SessionIdle)
+	if err != nil {
+		return nil, err
+	}
+	approval, err := parseDuration("approvalTimeout", "approval-timeout", c.ApprovalTimeout)
+	if err != nil {
+		return nil, err
+	}
+	checks := []struct {
+		bad             bool
+		key, flag, want string
+	}{
+		{c.MaxCallMs < 0, "maxCallMs", "max-call-ms", "must not be negative"},
+		{c.ProgressMs < 0, "progressMs", "progress-ms", "must not be negative"},
+		{c.MaxMessageBytes < 1024, "maxMessageBytes", "max-message-bytes", "must be at least 1024"},
+		{c.MaxHTTPSessions < 1, "maxHttpSessions", "max-http-sessions", "must be at least 1"},
+		{approval == 0, "approvalTimeout", "approval-timeout", "must be more than 0"},
+		{c.Limits.MemoryBytes < 0, "limits.memoryBytes", "memory-bytes", "must not be negative"},
+		{c.Limits.Tasks < 0, "limits.tasks", "tasks", "must not be negative"},
+		{c.Limits.CPU < 0, "limits.cpu", "cpu", "must not be negative"},
+		{c.Quotas.MaxRunning < 0, "quotas.maxRunning", "max-running", "must not be negative"},
+		{c.Quotas.MaxTimeoutSec < 0, "quotas.maxTimeoutSec", "max-timeout-sec", "must not be negative"},
+		{c.Quotas.MaxOutputBytes < 0, "quotas.maxOutputBytes", "max-output-bytes", "must not be negative"},
+		{c.HTTP == "" && c.TokenFile != "", "tokenFile", "token-file", "needs http (-http)"},
+		{c.HTTP != "" && c.TokenFile == "", "tokenFile", "token-file", "is required with http: the HTTP transport requires a bearer token"},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return nil, keyError(ch.key, ch.flag, "%s", ch.want)
+		}
+	}
+	for _, e := range []error{
+		oneOf("security", "security", c.Security, "full", "allowlist", "deny"),
+		oneOf("ask", "ask", c.Ask, "off", "on-miss", "always"),
+		oneOf("host", "host", c.Host, "auto", "gateway", "sandbox", "node"),
+		oneOf("containment", "containment", c.Containment, "auto", "off", "required"),
+	} {
+		if e != nil {
+			return nil, e
+		}
+	}
+	for _, l := range []struct {
+		key, flag string
+		paths     []string
+	}{
+		{"sandbox.writablePaths", "sandbox-writable", c.Sandbox.WritablePaths.items},
+		{"sandbox.readOnlyPaths", "sandbox-readonly", c.Sandbox.ReadOnlyPaths.items},
+		{"sandbox.hidePaths", "sandbox-hide", c.Sandbox.HidePaths.items},
+	} {
+		for _, p := range l.paths {
+			if !filepath.IsAbs(p) {
+				return nil, keyError(l.key, l.flag, "%q is not an absolute path", p)
+			}
+		}
+	}
+	sandboxSet := c.Sandbox.Network || c.Sandbox.MinimalRoot || len(c.Sandbox.WritablePaths.items)+len(c.Sandbox.ReadOnlyPaths.items)+len(c.Sandbox.HidePaths.items) > 0
+	if sandboxSet && !c.Sandbox.Enabled {
+		return nil, keyError("sandbox.enabled", "sandbox", "the sandbox's paths or network are set but the sandbox is not enabled")
+	}
+
+	if c.Workdir != "" {
+		if fi, err := os.Stat(c.Workdir); err != nil || !fi.IsDir() {
+			return nil, keyError("workdir", "workdir", "%q is not an existing directory", c.Workdir)
+		}
+	}
+
+	cfg := bgexec.ConfigFromEnv(getenv)
+	cfg.Workdir = c.Workdir
+	if c.Sandbox.Enabled {
+		cfg.Sandbox = &bgexec.Sandbox{
+			Network: c.Sandbox.Network, MinimalRoot: c.Sandbox.MinimalRoot,
+			WritablePaths: c.Sandbox.WritablePaths.items, ReadOnlyPaths: c.Sandbox.ReadOnlyPaths.items, HidePaths: c.Sandbox.HidePaths.items,
+		}
+	}
+	cfg.Host, cfg.DefaultNode = c.Host, c.DefaultNode
+	for name, n := range c.Nodes {
+		if n.Addr == "" {
+			return nil, fmt.Errorf("key nodes.%s.addr: every node needs an address (host:port)", name)
+		}
+		if cfg.Nodes == nil {
+			cfg.Nodes = map[string]bgexec.Node{}
+		}
+		cfg.Nodes[name] = bgexec.Node{Addr: n.Addr, User: n.User, KeyFile: n.KeyFile, KnownHostsFile: n.KnownHostsFile, Shell: n.Shell, Workdir: n.Workdir, MaxSessions: n.MaxSessions}
+	}
+	cfg.Elevation = bgexec.ElevationPolicy{Enabled: c.Elevated}
+	cfg.Security, cfg.Ask, cfg.Allowlist = c.Security, c.Ask, c.Allowlist.items
+	cfg.Limits = bgexec.Limits{MemoryBytes: c.Limits.MemoryBytes, Tasks: c.Limits.Tasks, CPU: c.Limits.CPU}
+	// One MCP session is one registry with one scope: its quota of
+	// running commands is both.
+	cfg.MaxSessions, cfg.MaxSessionsPerScope = c.Quotas.MaxRunning, c.Quotas.MaxRunning
+	cfg.MaxTimeoutSec, cfg.MaxOutputBytes = c.Quotas.MaxTimeoutSec, c.Quotas.MaxOutputBytes
+	switch strings.ToLower(strings.TrimSpace(c.Containment)) {
+	case "off":
+		cfg.Containment = bgexec.ContainmentOff
+	case "required":
+		cfg.Containment = bgexec.ContainmentRequired
+	}
+	cfg.ExitNoticesInResults = c.ExitNotices
+	cfg.MaxCallWaitMs = c.MaxCallMs
+
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	trial := cfg
+	trial.Logger = slog.New(slog.DiscardHandler)
+	reg, err := bgexec.NewRegistry(trial)
+	if err != nil {
+		// bgexec names its Config field; the keys are the same words.
+		return nil, fmt.Errorf("the configuration is refused: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if err := reg.Close(ctx); err != nil {
+		return nil, err
+	}
+	return &settings{
+		opts: &options{
+			cfg: cfg, progressEvery: time.Duration(c.ProgressMs) * time.Millisecond, logger: logger,
+			approvalTimeout: approval,
+		},
+		addr: c.HTTP, tokenFile: c.TokenFile, maxMessage: c.MaxMessageBytes, idle: idle,
+		maxHTTPSessions: c.MaxHTTPSessions,
+	}, nil
+}
