@@ -67,7 +67,14 @@ func (s *spawner) run(stop <-chan struct{}) {
 func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 	r.watchdog.keepAlive()
 	if spec.cgroup != nil && spec.sandbox == nil {
-		return r.limits.startInCgroup(spec)
+		sp, err := r.limits.startInCgroup(spec)
+		if err == nil && spec.cgroup.ns != nil {
+			if oc, ok := sp.child.(*osChild); ok {
+				oc.watchdog = r.watchdog
+				r.watchdog.watchNamespace(spec.cgroup.ns.ino)
+			}
+		}
+		return sp, err
 	}
 	// bwrap --die-with-parent ties bwrap's own life to the thread that
 	// forked it: a sandbox is forked on the spawner thread even in a cgroup.
@@ -106,19 +113,48 @@ func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 // so a variable the shell did not get from a line (it has no inherited
 // environment) cannot name a group either.
 const watchdogScript = `trap '' HUP INT TERM
+killns() {
+	r=0
+	while [ $r -lt 50 ]; do
+		found=
+		for l in $(find /proc/[1-9]*/ns/cgroup -maxdepth 0 -lname "cgroup:\\[$1\\]" 2>/dev/null); do
+			q=${l#/proc/}
+			q=${q%%/*}
+			case $q in ''|*[!0-9]*) continue ;; esac
+			kill -s KILL "$q" 2>/dev/null && found=1
+		done
+		[ -z "$found" ] && return
+		r=$((r+1))
+		sleep 0.01
+	done
+}
 while read -r op p; do
-	case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac
+	case $op in
+	+|-) case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac ;;
+	+n|-n) case $p in ''|*[!0-9]*|0*|?????????????????????*) continue ;; esac ;;
+	*) continue ;;
+	esac
 	case $op in
 	+) export "g_$p=1" ;;
 	-) unset "g_$p" ;;
+	+n) export "n_$p=1" ;;
+	-n) unset "n_$p" ;;
 	esac
 done
 exec </dev/null
 set | while IFS='=' read -r k _; do
-	case $k in g_*) ;; *) continue ;; esac
-	p=${k#g_}
-	case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac
-	kill -s KILL -- "-$p" 2>/dev/null
+	case $k in
+	n_*)
+		p=${k#n_}
+		case $p in ''|*[!0-9]*|0*|?????????????????????*) continue ;; esac
+		killns "$p"
+		;;
+	g_*)
+		p=${k#g_}
+		case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac
+		kill -s KILL -- "-$p" 2>/dev/null
+		;;
+	esac
 done
 if [ -n "$1" ]; then
 	echo 1 > "$1/cgroup.kill" 2>/dev/null
@@ -150,8 +186,9 @@ type watchdog struct {
 
 	mu       sync.Mutex // serialises lines, restarts and close
 	proc     *watchdogProc
-	groups   map[int]struct{} // listed process groups
-	keeping  bool             // the keeper was started
+	groups   map[int]struct{}    // listed process groups
+	nss      map[uint64]struct{} // listed cgroup namespaces (by inode number)
+	keeping  bool                // the keeper was started
 	closed   bool
 	restarts int
 }
@@ -174,6 +211,7 @@ func startWatchdog(cgroupDir string) (*watchdog, error) {
 		done:      make(chan struct{}),
 		proc:      p,
 		groups:    make(map[int]struct{}),
+		nss:       make(map[uint64]struct{}),
 	}
 	return w, nil
 }
@@ -289,6 +327,9 @@ func (w *watchdog) keep() {
 			for g := range w.groups {
 				_, _ = np.lifeline.Write([]byte("+ " + strconv.Itoa(g) + "\n"))
 			}
+			for n := range w.nss {
+				_, _ = np.lifeline.Write([]byte("+n " + strconv.FormatUint(n, 10) + "\n"))
+			}
 		}
 		w.mu.Unlock()
 		if err != nil {
@@ -317,6 +358,43 @@ func (w *watchdog) send(op string, pgid int) {
 	}
 	if w.proc != nil && w.proc.lifeline != nil {
 		_, _ = w.proc.lifeline.Write([]byte(op + " " + strconv.Itoa(pgid) + "\n"))
+	}
+}
+
+// watchNamespace registers a session's cgroup namespace, whose processes
+// it kills if the host dies, wherever their cgroup. The host holds the
+// namespace open until forgetNamespace, so the number names no other.
+func (w *watchdog) watchNamespace(ino uint64) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.nss[ino] = struct{}{}
+	w.writeLocked("+n " + strconv.FormatUint(ino, 10) + "\n")
+}
+
+// forgetNamespace unregisters a cgroup namespace; call it while the
+// namespace is still held open.
+func (w *watchdog) forgetNamespace(ino uint64) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	delete(w.nss, ino)
+	w.writeLocked("-n " + strconv.FormatUint(ino, 10) + "\n")
+}
+
+func (w *watchdog) writeLocked(line string) {
+	if w.proc != nil && w.proc.lifeline != nil {
+		_, _ = w.proc.lifeline.Write([]byte(line))
 	}
 }
 

@@ -176,6 +176,9 @@ func runHelper(args []string) int {
 	case "exhausted-kill":
 		// Kills a session while this process has no free descriptor.
 		return helperExhaustedKill(rest)
+	case "cgroup-escape-host":
+		// Runs a registry whose session leaves its cgroup (cgroupescape_test.go).
+		return helperCgroupEscapeHost(rest)
 	case "own-registry":
 		// Runs a registry of its own, reports its processes, then blocks.
 		return helperOwnRegistry(rest)
