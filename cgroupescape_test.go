@@ -63,6 +63,9 @@ func helperCgroupEscapeHost(rest []string) int {
 		_ = reg.Close(ctx)
 		return 0
 	}
+	rep := reg.Containment()
+	fmt.Println("namespace", rep.CgroupNamespace)
+	fmt.Println("refused", rep.MigrationRefused, rep.Migration)
 	sc := reg.Scope("host")
 	res, err := sc.Exec(ctx, &ExecRequest{Command: cgroupEscapePayload, Background: true,
 		Env: map[string]string{tagEnv: tag, "HOST_CGS": strings.Join(hostCgroupDirs(), " ")}})
@@ -152,6 +155,7 @@ func TestContainmentCgroupMigration(t *testing.T) {
 				_ = stdout.Close()
 			})
 			want := map[string]string{"close": "closed", "kill": "ready"}[mode]
+			seen := map[string]bool{}
 			timeout := time.NewTimer(60 * time.Second)
 			defer timeout.Stop()
 		read:
@@ -160,6 +164,7 @@ func TestContainmentCgroupMigration(t *testing.T) {
 				case line, ok := <-lines:
 					require.True(t, ok, "the helper exited before %q", want)
 					t.Log(line)
+					seen[line] = true
 					if line == "nocgroup" {
 						t.Skip("the helper's registry has no session cgroups here")
 					}
@@ -170,6 +175,7 @@ func TestContainmentCgroupMigration(t *testing.T) {
 					t.Fatalf("the helper did not print %q within 60s", want)
 				}
 			}
+			assert.True(t, seen["namespace true"], "a root host gives each gateway session a cgroup namespace, and Containment says so")
 			if mode == "kill" {
 				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 			}
