@@ -188,3 +188,20 @@ func TestContainmentCgroupMigration(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCgroupNamespaceScan is the cost a session end pays to find
+// the processes of its cgroup namespace: one scan of /proc (here for a
+// namespace nothing is in). Target: under 10 ms for 200 /proc entries;
+// 6.2 ms measured with 189 at load average 26 on the 2-core machine.
+func BenchmarkCgroupNamespaceScan(b *testing.B) {
+	n := &cgroupNamespace{fd: -1, link: "cgroup:[1]"} // no namespace has inode 1
+	buf := make([]byte, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		if found, err := n.killOnce(buf); err != nil || found != 0 {
+			b.Fatal(found, err)
+		}
+	}
+	ents, _ := os.ReadDir("/proc")
+	b.ReportMetric(float64(len(ents)), "proc-entries")
+}
