@@ -539,17 +539,40 @@ func openCgroupNamespace(pid int) (*cgroupNamespace, error) {
 // started with one: its leader's, or, when the leader has exited already,
 // that of a process still in the session's cgroup. Nil when neither is
 // left; the session then has nothing running that could have moved.
+//
+// A session may have entered another namespace already (a root shell can
+// exec nsenter before the host looks). The host's own namespace and
+// init's are never taken for a session's: killing "every process of the
+// namespace" would then kill the machine.
 func sessionNamespace(leader int, c *sessionCgroup) *cgroupNamespace {
-	if ns, err := openCgroupNamespace(leader); err == nil {
+	for _, pid := range append([]int{leader}, procsOrNone(c)...) {
+		ns, err := openCgroupNamespace(pid)
+		if err != nil {
+			continue
+		}
+		if ns.shared() {
+			ns.close()
+			return nil
+		}
 		return ns
 	}
-	pids, _ := c.procs()
-	for _, pid := range pids {
-		if ns, err := openCgroupNamespace(pid); err == nil {
-			return ns
-		}
-	}
 	return nil
+}
+
+func procsOrNone(c *sessionCgroup) []int {
+	pids, _ := c.procs() // Best effort: none means the leader's was all there was.
+	return pids
+}
+
+// shared reports whether n is this process's cgroup namespace (or it
+// cannot tell) or init's (where init's may be looked at: a supervisor
+// may hide it even from root).
+func (n *cgroupNamespace) shared() bool {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/cgroup", &st); err != nil || st.Ino == n.ino {
+		return true
+	}
+	return unix.Stat("/proc/1/ns/cgroup", &st) == nil && st.Ino == n.ino
 }
 
 // nsKillBound bounds how long kill keeps looking for processes of a
@@ -600,7 +623,7 @@ func (n *cgroupNamespace) killOnce(buf []byte) (int, error) {
 			continue
 		}
 		pid, err := strconv.Atoi(name)
-		if err != nil {
+		if err != nil || pid == os.Getpid() {
 			continue
 		}
 		_ = unix.Kill(pid, unix.SIGKILL) // Best effort: the next look tells.

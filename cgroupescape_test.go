@@ -205,3 +205,15 @@ func BenchmarkCgroupNamespaceScan(b *testing.B) {
 	ents, _ := os.ReadDir("/proc")
 	b.ReportMetric(float64(len(ents)), "proc-entries")
 }
+
+// A session that entered the host's cgroup namespace (or init's) before
+// the host looked must not make the host kill "every process of its
+// namespace": the machine.
+func TestCgroupNamespaceIsNeverTheHosts(t *testing.T) {
+	self, err := openCgroupNamespace(os.Getpid())
+	require.NoError(t, err)
+	defer self.close()
+	assert.True(t, self.shared(), "the host's own namespace is shared")
+	cg := &sessionCgroup{dir: t.TempDir(), fd: -1} // no cgroup.procs: no members
+	assert.Nil(t, sessionNamespace(os.Getpid(), cg), "a leader in the host's namespace gives the session none")
+}
