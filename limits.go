@@ -38,6 +38,9 @@ type Limits struct {
 	// it becomes the registry cgroup's pids.max, and caps this limit; the
 	// default is capped to half of it, so that other sessions can start
 	// beside a runaway one. [ContainmentReport].TaskBudget shows it.
+	// Each registry takes its budget at its own NewRegistry: two
+	// registries in one host share the reserve, and the second sees the
+	// first one's sessions as in use.
 	Tasks int
 	// CPU is the CPU time each session may use, in cores (cpu.max;
 	// cfs_quota_us/cfs_period_us on cgroup v1): 1.5 is one and a half
