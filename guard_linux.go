@@ -103,7 +103,8 @@ func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 // line, so it keeps up with thousands of sessions). When the lifeline
 // reaches EOF, because Close ended it or because the host died (even by
 // SIGKILL), it kills every process of a listed namespace (wherever its
-// cgroup: find -lname on /proc/*/ns/cgroup, again until none is found),
+// cgroup: one ls -l of /proc/*/ns/cgroup for all of them, again until
+// none is found),
 // every process group still listed and the registry's cgroup, so no
 // session outlives its host as an orphan.
 //
@@ -120,13 +121,17 @@ const watchdogScript = `trap '' HUP INT TERM
 killns() {
 	r=0
 	while [ $r -lt 50 ]; do
-		found=
-		for l in $(find /proc/[1-9]*/ns/cgroup -maxdepth 0 -lname "cgroup:\\[$1\\]" 2>/dev/null); do
-			q=${l#/proc/}
+		found=$(ls -l /proc/[1-9]*/ns/cgroup 2>/dev/null | while read -r line; do
+			n=${line##*-> cgroup:\[}
+			n=${n%\]}
+			case $n in ''|*[!0-9]*) continue ;; esac
+			case "$1 " in *" $n "*) ;; *) continue ;; esac
+			q=${line% -> *}
+			q=${q##* /proc/}
 			q=${q%%/*}
 			case $q in ''|*[!0-9]*) continue ;; esac
-			kill -s KILL "$q" 2>/dev/null && found=1
-		done
+			kill -s KILL "$q" 2>/dev/null && echo k
+		done)
 		[ -z "$found" ] && return
 		r=$((r+1))
 		sleep 0.01
@@ -146,19 +151,18 @@ while read -r op p; do
 	esac
 done
 exec </dev/null
+nss=$(set | while IFS='=' read -r k _; do
+	case $k in n_*) ;; *) continue ;; esac
+	p=${k#n_}
+	case $p in ''|*[!0-9]*|0*|?????????????????????*) continue ;; esac
+	printf ' %s' "$p"
+done)
+[ -n "$nss" ] && killns "$nss"
 set | while IFS='=' read -r k _; do
-	case $k in
-	n_*)
-		p=${k#n_}
-		case $p in ''|*[!0-9]*|0*|?????????????????????*) continue ;; esac
-		killns "$p"
-		;;
-	g_*)
-		p=${k#g_}
-		case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac
-		kill -s KILL -- "-$p" 2>/dev/null
-		;;
-	esac
+	case $k in g_*) ;; *) continue ;; esac
+	p=${k#g_}
+	case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac
+	kill -s KILL -- "-$p" 2>/dev/null
 done
 if [ -n "$1" ]; then
 	echo 1 > "$1/cgroup.kill" 2>/dev/null
