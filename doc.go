@@ -346,6 +346,10 @@
 // start beside a runaway one. [ContainmentReport] shows TaskBudget, where
 // it comes from, and SessionTasks. The reserve is fixed at NewRegistry: a
 // host that later starts many threads of its own can still run short.
+// Where no pids controller reaches the registry's cgroup (a cgroup v2
+// host whose own cgroup is a leaf, as a systemd service's is), nothing
+// caps the sessions' tasks: NewRegistry then logs a warning, which
+// [ContainmentReport].Warnings repeats.
 // [Registry.Containment] says, per limit, whether it is applied and by
 // which file. The hand-written cgroup code is a few files written once
 // per session; github.com/containerd/cgroups/v3 was weighed and not used:

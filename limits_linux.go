@@ -34,6 +34,10 @@ type limitRoot struct {
 
 	kick func() // wakes the sweeper, which calls retryDirty; set once at NewRegistry
 
+	// budgetWarning says why the host's task budget could not be applied
+	// ("" when it was, or when there is none).
+	budgetWarning string
+
 	mu     sync.Mutex // guards the fields below
 	dirty  []string   // v1 session directories of ended sessions, to remove
 	spare  [][]string // emptied sets of v1 session directories, for reuse
@@ -163,7 +167,7 @@ func newLimitRoot(cg *cgroupRoot, cgErr error, lim Limits, tasksSet bool) *limit
 			w.report.Controller = "cgroup2 " + w.v2
 			w.report.Applied = w.report.Requested != ""
 			if w.ctrl == "pids" && hasBudget {
-				l.capTasks(&rep.TaskBudgetSource, filepath.Join(cg.dir, v2PidsMax), budget.free)
+				l.capTasks(filepath.Join(cg.dir, v2PidsMax), budget)
 			}
 			continue
 		}
@@ -173,7 +177,7 @@ func newLimitRoot(cg *cgroupRoot, cgErr error, lim Limits, tasksSet bool) *limit
 			w.report.Controller = "cgroup1 " + w.v1
 			w.report.Applied = w.report.Requested != ""
 			if w.ctrl == "pids" && hasBudget {
-				l.capTasks(&rep.TaskBudgetSource, filepath.Join(h.dir, v1PidsMax), budget.free)
+				l.capTasks(filepath.Join(h.dir, v1PidsMax), budget)
 			}
 			continue
 		}
@@ -184,6 +188,7 @@ func newLimitRoot(cg *cgroupRoot, cgErr error, lim Limits, tasksSet bool) *limit
 	if hasBudget && !l.v2["pids"] && !slices.ContainsFunc(l.v1, func(h *v1Hierarchy) bool { return h.ctrl == "pids" }) {
 		rep.TaskBudget = 0
 		rep.TaskBudgetSource += "; not applied: no pids controller for the registry's cgroup"
+		l.budgetWarning = "bgexec: the sessions' tasks are not capped below the host's own pids.max (" + budget.String() + "): no pids controller reaches the registry's cgroup, so a fork bomb can take the tasks the host needs"
 	}
 	return l
 }
@@ -203,10 +208,12 @@ func migrationText(cg *cgroupRoot) string {
 
 // capTasks writes the sessions' task budget into the registry's own
 // pids.max, the parent of every session's: the sum of their tasks. A
-// failure is added to the report's source text.
-func (l *limitRoot) capTasks(source *string, path string, free int64) {
-	if err := writeFile(path, strconv.FormatInt(free, 10)); err != nil {
-		*source += "; not applied to the sessions together: " + err.Error()
+// failure is reported and warned about.
+func (l *limitRoot) capTasks(path string, b taskBudget) {
+	if err := writeFile(path, strconv.FormatInt(b.free, 10)); err != nil {
+		l.report.TaskBudget = 0
+		l.report.TaskBudgetSource += "; not applied to the sessions together: " + err.Error()
+		l.budgetWarning = "bgexec: the sessions' tasks together are not capped below the host's own pids.max (" + b.String() + "): " + err.Error()
 	}
 }
 
@@ -299,6 +306,9 @@ func (l *limitRoot) warnings(tasksSet bool) (all, explicit []string) {
 		if x.explicit {
 			explicit = append(explicit, w)
 		}
+	}
+	if l.budgetWarning != "" {
+		all = append(all, l.budgetWarning)
 	}
 	return all, explicit
 }
