@@ -29,6 +29,13 @@ import (
 type cgroupRoot struct {
 	dir string
 
+	// namespace is set when a gateway session can get a cgroup namespace
+	// rooted at its session cgroup (unshare(CLONE_NEWCGROUP) needs
+	// CAP_SYS_ADMIN); nsdelegate when the cgroup2 mount treats such a
+	// namespace as a boundary the kernel refuses to migrate across.
+	namespace  bool
+	nsdelegate bool
+
 	mu     sync.Mutex // guards spare, dirty and closed
 	spare  []string   // emptied session cgroups kept for reuse
 	dirty  []string   // session cgroups not seen empty or not removed: never reused, retried
@@ -210,7 +217,7 @@ func newCgroupRoot() (*cgroupRoot, error) {
 		_ = os.Remove(dir)
 		return nil, errors.New("cgroup.kill is not available (Linux 5.14+ needed)")
 	}
-	r := &cgroupRoot{dir: dir}
+	r := &cgroupRoot{dir: dir, nsdelegate: cgroup2NSDelegate()}
 	if err := r.probe(); err != nil {
 		_ = os.Remove(dir)
 		return nil, err
@@ -233,9 +240,19 @@ func (r *cgroupRoot) probe() error {
 		cg.closeFD()
 		_ = unix.Rmdir(cg.dir)
 	}()
-	cmd := exec.Command("/bin/sh", "-c", "exit 0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.fd}
-	err = cmd.Run()
+	run := func(unshare uintptr) error {
+		cmd := exec.Command("/bin/sh", "-c", "exit 0")
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.fd, Unshareflags: unshare}
+		return cmd.Run()
+	}
+	err = run(unix.CLONE_NEWCGROUP)
+	if err == nil {
+		r.namespace = true
+		return nil
+	}
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) {
+		err = run(0) // no CAP_SYS_ADMIN, or no cgroup namespaces: contain without
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -269,6 +286,11 @@ type sessionCgroup struct {
 	// that was killed before is SIGKILLed at birth, because the kill
 	// counter is compared with the forking process's cgroup.
 	killed atomic.Bool
+
+	// ns is the session's cgroup namespace (nil without one): every
+	// process of the session is in it, even one that moved to another
+	// cgroup, until it unshares or enters another (CAP_SYS_ADMIN).
+	ns *cgroupNamespace
 }
 
 // newSession returns an empty cgroup for one session: a spare one if there
@@ -436,6 +458,7 @@ func (c *sessionCgroup) settle(bound time.Duration) error {
 // then never reused, and the registry retries the kill (retryDirty).
 func (c *sessionCgroup) remove(bound time.Duration) error {
 	defer c.closeFD()
+	defer c.ns.close()
 	if err := c.settle(bound); err != nil {
 		c.root.keepDirty(c.dir)
 		c.lim.release(false)
@@ -468,4 +491,151 @@ func (r *cgroupRoot) remove() error {
 		return fmt.Errorf("bgexec: %d session cgroups could not be emptied", n)
 	}
 	return os.Remove(r.dir)
+}
+
+// cgroup2NSDelegate reports whether this process's cgroup2 mount has the
+// nsdelegate option, under which the kernel refuses to move a process
+// across the root of the mover's cgroup namespace. Without it (the mount
+// on hybrid hosts here) a root session may write itself into any
+// cgroup.procs, and only its namespace still marks it.
+func cgroup2NSDelegate() bool {
+	found := false
+	_ = eachCgroupMount(func(m cgroupMount) bool { // Best effort: unknown counts as no.
+		if m.fstype == "cgroup2" && containsWord(strings.ReplaceAll(m.superOpts, ",", " "), "nsdelegate") {
+			found = true
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// cgroupNamespace is a session's cgroup namespace, held open so that its
+// inode number cannot be given to another namespace while the session
+// lives: processes are found by that number.
+type cgroupNamespace struct {
+	fd   int
+	ino  uint64
+	link string // what /proc/<pid>/ns/cgroup reads for its members: "cgroup:[ino]"
+}
+
+// openCgroupNamespace opens the cgroup namespace of pid, which must be
+// alive (a zombie has none).
+func openCgroupNamespace(pid int) (*cgroupNamespace, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/ns/cgroup"
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return nil, &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	return &cgroupNamespace{fd: fd, ino: st.Ino, link: "cgroup:[" + strconv.FormatUint(st.Ino, 10) + "]"}, nil
+}
+
+// sessionNamespace opens the cgroup namespace of a session that was just
+// started with one: its leader's, or, when the leader has exited already,
+// that of a process still in the session's cgroup. Nil when neither is
+// left; the session then has nothing running that could have moved.
+//
+// A session may have entered another namespace already (a root shell can
+// exec nsenter before the host looks). The host's own namespace and
+// init's are never taken for a session's: killing "every process of the
+// namespace" would then kill the machine.
+func sessionNamespace(leader int, c *sessionCgroup) *cgroupNamespace {
+	for _, pid := range append([]int{leader}, procsOrNone(c)...) {
+		ns, err := openCgroupNamespace(pid)
+		if err != nil {
+			continue
+		}
+		if ns.shared() {
+			ns.close()
+			return nil
+		}
+		return ns
+	}
+	return nil
+}
+
+func procsOrNone(c *sessionCgroup) []int {
+	pids, _ := c.procs() // Best effort: none means the leader's was all there was.
+	return pids
+}
+
+// shared reports whether n is this process's cgroup namespace (or it
+// cannot tell) or init's (where init's may be looked at: a supervisor
+// may hide it even from root).
+func (n *cgroupNamespace) shared() bool {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/cgroup", &st); err != nil || st.Ino == n.ino {
+		return true
+	}
+	return unix.Stat("/proc/1/ns/cgroup", &st) == nil && st.Ino == n.ino
+}
+
+// nsKillBound bounds how long kill keeps looking for processes of a
+// namespace: one that forks faster than it is killed is reported.
+const nsKillBound = time.Second
+
+// kill SIGKILLs every process in the namespace, wherever its cgroup, and
+// looks again until a look finds none. An error means some may still run.
+// It costs one scan of /proc per look.
+func (n *cgroupNamespace) kill() error {
+	deadline := time.Now().Add(nsKillBound)
+	buf := make([]byte, 64)
+	for {
+		found, err := n.killOnce(buf)
+		if err != nil {
+			return err
+		}
+		if found == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d processes of cgroup namespace %s still ran %v after SIGKILL", found, n.link, nsKillBound)
+		}
+		// Those killed leave the namespace as they exit; give them a moment.
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// killOnce SIGKILLs the processes /proc shows in the namespace, and
+// counts them. A zombie has left every namespace, so it is not counted.
+func (n *cgroupNamespace) killOnce(buf []byte) (int, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return 0, err
+	}
+	names, err := d.Readdirnames(-1)
+	_ = d.Close()
+	if err != nil {
+		return 0, err
+	}
+	found := 0
+	for _, name := range names {
+		if name[0] < '1' || name[0] > '9' {
+			continue
+		}
+		k, err := unix.Readlink("/proc/"+name+"/ns/cgroup", buf)
+		if err != nil || string(buf[:k]) != n.link {
+			continue
+		}
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		_ = unix.Kill(pid, unix.SIGKILL) // Best effort: the next look tells.
+		found++
+	}
+	return found, nil
+}
+
+// close releases the namespace; nil-safe and idempotent.
+func (n *cgroupNamespace) close() {
+	if n != nil && n.fd >= 0 {
+		_ = unix.Close(n.fd)
+		n.fd = -1
+	}
 }

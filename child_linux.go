@@ -110,6 +110,11 @@ func (c *osChild) SignalGroup(sig syscall.Signal) error {
 		// Also reach processes that left the group (setsid, double fork).
 		if sig == unix.SIGKILL {
 			err = errors.Join(err, c.cg.killLeft())
+			if c.cg.ns != nil {
+				// And those that left the cgroup: root may write itself
+				// into any cgroup.procs, but not out of its namespace.
+				err = errors.Join(err, c.cg.ns.kill())
+			}
 		} else {
 			err = errors.Join(err, c.cg.signal(sig))
 		}
@@ -151,6 +156,9 @@ func (c *osChild) Reap() (syscall.WaitStatus, error) {
 // last SIGKILL of the process group failed.
 func (c *osChild) Release() error {
 	if c.cg != nil {
+		if c.cg.ns != nil {
+			c.watchdog.forgetNamespace(c.cg.ns.ino) // while it is held open: the number is not reused
+		}
 		return c.cg.remove(time.Second)
 	}
 	c.mu.Lock()
@@ -280,6 +288,11 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 	if spec.cgroup != nil {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = spec.cgroup.fd
+		if spec.sandbox == nil && spec.cgroup.root != nil && spec.cgroup.root.namespace {
+			// After the clone into the session's cgroup: the namespace's
+			// root is that cgroup (and, on v1, the thread's session dirs).
+			cmd.SysProcAttr.Unshareflags = unix.CLONE_NEWCGROUP
+		}
 	}
 	if spec.script != "" {
 		f, err := scriptFile(spec.script)
@@ -302,6 +315,9 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		return nil, err
 	}
 	c := &osChild{leader: cmd.Process.Pid, cmd: cmd, cg: spec.cgroup, sandboxed: spec.sandbox != nil}
+	if cmd.SysProcAttr.Unshareflags&unix.CLONE_NEWCGROUP != 0 {
+		spec.cgroup.ns = sessionNamespace(c.leader, spec.cgroup)
+	}
 	if fd, err := unix.PidfdOpen(c.leader, unix.PIDFD_NONBLOCK); err == nil {
 		c.pidfd = os.NewFile(uintptr(fd), "pidfd")
 		// os.Process keeps a pidfd of its own until Wait. Ours is enough

@@ -176,7 +176,8 @@ type Config struct {
 
 	// Limits are the resource limits of each session (memory, tasks, CPU),
 	// applied through its cgroup. The zero value means the default task
-	// limit (4096) and no memory or CPU limit. A limit set here that no
+	// limit (4096, capped to what the host's own pids.max leaves: see
+	// Limits.Tasks) and no memory or CPU limit. A limit set here that no
 	// cgroup controller can apply makes NewRegistry fail under
 	// ContainmentRequired, and is logged as a warning otherwise;
 	// [Registry.Containment] says what is in force.

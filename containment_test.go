@@ -104,18 +104,20 @@ func TestSessionCgroupsAreReused(t *testing.T) {
 	reg := newTestRegistry(t, Config{Containment: ContainmentRequired})
 	root := reg.cgroups.dir
 	sc := reg.Scope("a")
+	// The session sees its cgroup as its namespace's root: read where it
+	// runs from here.
 	cgroupOf := func(text string) string {
-		_, path, ok := strings.Cut(strings.TrimSpace(text), "0::")
-		require.True(t, ok, "no cgroup v2 line in %q", text)
-		return filepath.Base(path)
+		pid, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(text), "pid "))
+		require.NoError(t, err, text)
+		return filepath.Base(cgroup2Of(t, pid))
 	}
 
 	// Six at once: six cgroups, none shared.
 	var ids []string
 	seen := map[string]bool{}
 	for range 6 {
-		id := startBackground(t, sc, &ExecRequest{Command: "grep '^0::' /proc/self/cgroup; exec " + helper("hang")})
-		res := waitFor(t, sc, id, `^0::`)
+		id := startBackground(t, sc, &ExecRequest{Command: "echo pid $$; exec " + helper("hang")})
+		res := waitFor(t, sc, id, `^pid \d+$`)
 		name := cgroupOf(res.Details.Matched)
 		require.False(t, seen[name], "cgroup %s shared by two running sessions", name)
 		seen[name] = true
@@ -131,9 +133,11 @@ func TestSessionCgroupsAreReused(t *testing.T) {
 	assert.ElementsMatch(t, spare, dirs, "every other session cgroup is removed")
 
 	// The next session runs in a spare one.
-	res := mustExec(t, sc, &ExecRequest{Command: "grep '^0::' /proc/self/cgroup"})
-	require.Equal(t, StatusCompleted, res.Details.Status, res.Text())
-	assert.Contains(t, spare, filepath.Join(root, cgroupOf(res.Text())))
+	id := startBackground(t, sc, &ExecRequest{Command: "echo pid $$; exec " + helper("hang")})
+	res := waitFor(t, sc, id, `^pid \d+$`)
+	assert.Contains(t, spare, filepath.Join(root, cgroupOf(res.Details.Matched)))
+	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	waitExit(t, sc, id)
 	assert.Len(t, spareCgroups(reg.cgroups), maxSpareCgroups, "and gives it back when it ends")
 
 	require.NoError(t, reg.Close(testCtx(t)))
@@ -318,12 +322,20 @@ func helperExhaustedKill(rest []string) int {
 
 	if dirty != "" {
 		fmt.Println("kept as a spare:", slices.Contains(spareCgroups(reg.cgroups), dirty))
-		next, err := sc.Exec(ctx, &ExecRequest{Command: "grep '^0::' /proc/self/cgroup"})
+		// The session sees its cgroup as "/": look from here.
+		next, err := sc.Exec(ctx, &ExecRequest{Command: "echo pid $$; exec sleep 300", Background: true})
 		if err != nil {
 			fmt.Println("next:", err)
 			return 1
 		}
-		fmt.Println("next session in the same cgroup:", strings.HasSuffix(strings.TrimSpace(next.Text()), "/"+filepath.Base(dirty)))
+		pids, err := awaitKeys(ctx, sc, next.Details.SessionID, "pid")
+		if err != nil {
+			fmt.Println("next:", err)
+			return 1
+		}
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pids["pid"]) + "/cgroup")
+		_, _ = sc.Process(ctx, &ProcessRequest{Action: "kill", SessionID: next.Details.SessionID})
+		fmt.Println("next session in the same cgroup:", strings.Contains(string(b), "/"+filepath.Base(dirty)+"\n"))
 		gone, err := waitPidExit(escaper, 10*time.Second)
 		fmt.Println("escaper killed once descriptors are back:", gone || errors.Is(err, unix.ESRCH))
 	} else if fd, err := unix.PidfdOpen(escaper, 0); err == nil {
@@ -496,4 +508,19 @@ func TestProcessGroupChecksFailClosed(t *testing.T) {
 		assert.Error(t, err)
 		assert.False(t, alive)
 	})
+}
+
+// cgroup2Of returns the cgroup v2 path of a live process, as this process
+// sees it (a session sees its own as "/", its namespace's root).
+func cgroup2Of(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	t.Fatalf("no cgroup v2 line for pid %d in %q", pid, b)
+	return ""
 }

@@ -300,6 +300,20 @@
 // from /proc before the kill, with what is left, and says which may have
 // escaped. [ContainmentRequired] makes NewRegistry fail without cgroups.
 //
+// A gateway session in a cgroup also runs in a cgroup namespace rooted at
+// that cgroup (when the host has CAP_SYS_ADMIN): it sees its cgroup as
+// "/" in /proc/self/cgroup. A root session may still write itself into
+// another cgroup's cgroup.procs (the host's own, say) unless the cgroup2
+// mount has nsdelegate, which makes the kernel refuse a move across the
+// namespace's root; on cgroup v1 hierarchies nothing refuses it. Such a
+// process leaves its limits, but not its namespace: every end of the
+// session (kill, timeout, remove, Close, or its shell's exit) also
+// SIGKILLs every process of the namespace, found by one scan of /proc,
+// and so do the watchdogs when the host dies. A process with
+// CAP_SYS_ADMIN that also enters another cgroup namespace (setns,
+// unshare) escapes all of it. [ContainmentReport] says which holds on the
+// running host: CgroupNamespace, MigrationRefused and Migration.
+//
 // # Limits and the resource view
 //
 // [Config.Limits] gives every session a memory limit, a task limit
@@ -335,6 +349,23 @@
 // NewRegistry fail under [ContainmentRequired] and logs a warning
 // (Config.Logger, else slog.Default) otherwise; the default task limit
 // only warns, so hosts without a delegated pids controller keep working.
+//
+// Sessions' tasks also count against every pids.max above the host (a
+// systemd service's TasksMax); a fork bomb that took them all would leave
+// the host's Go runtime unable to start a thread, which aborts the
+// process. So NewRegistry reads the tightest pids.max above the host's
+// cgroup (in the v2 tree and in the v1 pids hierarchy), subtracts the
+// tasks in use and a reserve for the host (a quarter of that limit, at
+// least 64), and gives the sessions together the rest, at least 8: it
+// becomes the registry cgroup's pids.max. An explicit Limits.Tasks is
+// capped to it, the default to half of it, so that other sessions still
+// start beside a runaway one. [ContainmentReport] shows TaskBudget, where
+// it comes from, and SessionTasks. The reserve is fixed at NewRegistry: a
+// host that later starts many threads of its own can still run short.
+// Where no pids controller reaches the registry's cgroup (a cgroup v2
+// host whose own cgroup is a leaf, as a systemd service's is), nothing
+// caps the sessions' tasks: NewRegistry then logs a warning, which
+// [ContainmentReport].Warnings repeats.
 // [Registry.Containment] says, per limit, whether it is applied and by
 // which file. The hand-written cgroup code is a few files written once
 // per session; github.com/containerd/cgroups/v3 was weighed and not used:
@@ -378,12 +409,16 @@
 // # When the host dies
 //
 // If the embedding process dies without calling Close, even by SIGKILL,
-// its sessions do not live on as orphans. Each registry starts one small sh
-// watchdog process that reads its lifeline, a Unix socket only the host
-// writes to; when the lifeline closes it SIGKILLs the registry's cgroup (and
-// with it every session cgroup inside) and every process group still
-// listed. If the watchdog itself dies while the registry is open (someone
-// killed it), the registry starts another and lists every group again. A
+// its sessions do not live on as orphans. Each registry starts two small sh
+// watchdog processes, each reading a lifeline of its own, a Unix socket
+// only the host writes to; when the lifeline closes it SIGKILLs the
+// processes of every session's cgroup namespace, the registry's cgroup
+// (and with it every session cgroup inside) and every process group still
+// listed. If a watchdog dies while the registry is open (someone killed
+// it), the registry starts another and lists everything again; the other
+// one stands in meanwhile, so a host killed right after a watchdog still
+// takes its sessions along. Killing both watchdogs and then the host
+// within the few milliseconds a restart takes leaves the sessions running. A
 // session in a cgroup is there from its first instruction (clone3 with
 // CLONE_INTO_CGROUP), so nothing more is needed for it. A session without
 // a cgroup is listed by process group right after the fork, and its shell
@@ -398,11 +433,12 @@
 // opened again through /proc/<pid>/fd; the watchdog has a fixed argv, an
 // environment of PATH alone, / as its directory and no descriptor of the
 // host's but the lifeline; and it never runs what it reads: a line counts
-// only if it names one process group above 1 by its number. What remains
+// only if it names one process group above 1, or one namespace, by its
+// number. What remains
 // is ptrace: a process allowed to ptrace the watchdog or the host (the
 // same user where ptrace is not restricted, or CAP_SYS_PTRACE; that also
 // covers pidfd_getfd) can make either do anything, and a session may
-// signal the watchdog like any process of its user (a killed watchdog is
+// signal the watchdogs like any process of its user (a killed watchdog is
 // replaced; a stopped one is not noticed). Where sessions must not touch
 // the host, run them as another user or in a sandbox: that is the
 // boundary, not the watchdog.

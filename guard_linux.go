@@ -67,7 +67,14 @@ func (s *spawner) run(stop <-chan struct{}) {
 func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 	r.watchdog.keepAlive()
 	if spec.cgroup != nil && spec.sandbox == nil {
-		return r.limits.startInCgroup(spec)
+		sp, err := r.limits.startInCgroup(spec)
+		if err == nil && spec.cgroup.ns != nil {
+			if oc, ok := sp.child.(*osChild); ok {
+				oc.watchdog = r.watchdog
+				r.watchdog.watchNamespace(spec.cgroup.ns.ino)
+			}
+		}
+		return sp, err
 	}
 	// bwrap --die-with-parent ties bwrap's own life to the thread that
 	// forked it: a sandbox is forked on the spawner thread even in a cgroup.
@@ -88,32 +95,69 @@ func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 	return res.sp, res.err
 }
 
-// watchdogScript runs in a small sh process per registry. It reads "+ pgid"
-// and "- pgid" lines from its lifeline, a socket only the host holds the
-// other end of, keeping the set as exported shell variables (the shell's
-// hash table: constant time per line, so it keeps up with thousands of
-// sessions). When the lifeline reaches EOF, because Close ended it or
-// because the host died (even by SIGKILL), it kills every process group
-// still listed and the registry's cgroup, so no session outlives its host
-// as an orphan.
+// watchdogScript runs in two small sh processes per registry (see
+// watchdog). It reads "+ pgid" and "- pgid" lines, and "+n ino" and
+// "-n ino" for the sessions' cgroup namespaces, from its lifeline, a
+// socket only the host holds the other end of, keeping the sets as
+// exported shell variables (the shell's hash table: constant time per
+// line, so it keeps up with thousands of sessions). When the lifeline
+// reaches EOF, because Close ended it or because the host died (even by
+// SIGKILL), it kills every process of a listed namespace (wherever its
+// cgroup: one ls -l of /proc/*/ns/cgroup for all of them, again until
+// none is found),
+// every process group still listed and the registry's cgroup, so no
+// session outlives its host as an orphan.
 //
 // Nothing it reads is ever parsed as shell code: a line counts only if it
 // names one process group by a plain decimal number above 1 with at most
-// seven digits (pid_max is at most 4194304), and anything else is skipped.
+// seven digits (pid_max is at most 4194304), or one namespace by a plain
+// decimal number of at most 20 digits, and anything else is skipped.
 // That keeps a line from running a command, from naming every process
 // ("-1") or the watchdog's own group ("-0"), and from making the shell exit
 // (unset with a bad name is fatal in sh). The same check guards the kill,
 // so a variable the shell did not get from a line (it has no inherited
 // environment) cannot name a group either.
 const watchdogScript = `trap '' HUP INT TERM
+killns() {
+	r=0
+	while [ $r -lt 50 ]; do
+		found=$(ls -l /proc/[1-9]*/ns/cgroup 2>/dev/null | while read -r line; do
+			n=${line##*-> cgroup:\[}
+			n=${n%\]}
+			case $n in ''|*[!0-9]*) continue ;; esac
+			case "$1 " in *" $n "*) ;; *) continue ;; esac
+			q=${line% -> *}
+			q=${q##* /proc/}
+			q=${q%%/*}
+			case $q in ''|*[!0-9]*) continue ;; esac
+			kill -s KILL "$q" 2>/dev/null && echo k
+		done)
+		[ -z "$found" ] && return
+		r=$((r+1))
+		sleep 0.01
+	done
+}
 while read -r op p; do
-	case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac
+	case $op in
+	+|-) case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac ;;
+	+n|-n) case $p in ''|*[!0-9]*|0*|?????????????????????*) continue ;; esac ;;
+	*) continue ;;
+	esac
 	case $op in
 	+) export "g_$p=1" ;;
 	-) unset "g_$p" ;;
+	+n) export "n_$p=1" ;;
+	-n) unset "n_$p" ;;
 	esac
 done
 exec </dev/null
+nss=$(set | while IFS='=' read -r k _; do
+	case $k in n_*) ;; *) continue ;; esac
+	p=${k#n_}
+	case $p in ''|*[!0-9]*|0*|?????????????????????*) continue ;; esac
+	printf ' %s' "$p"
+done)
+[ -n "$nss" ] && killns "$nss"
 set | while IFS='=' read -r k _; do
 	case $k in g_*) ;; *) continue ;; esac
 	p=${k#g_}
@@ -136,25 +180,35 @@ fi
 // host's is passed on: no variable (IFS, PATH, ENV, a g_ name) may steer it.
 const watchdogEnvPath = "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
-// watchdog is the host side of the watchdog process. It remembers the
-// listed process groups, and if the process dies while the registry is
-// open (someone killed it), a keeper goroutine starts another and lists
-// them again. The keeper starts with the first spawn: a registry that
-// never spawns needs none, and one waiting in the runtime poller would
-// keep a testing/synctest bubble from ever idling. Its methods are safe
-// for concurrent use and on a nil receiver (no watchdog).
+// watchdog is the host side of the watchdog processes. It runs two, each
+// with a lifeline of its own and each told every line, so that killing
+// one leaves the other to act if the host dies before a replacement is
+// up (starting one takes a few milliseconds: the window in which a host
+// killed right after its only watchdog left its sessions running). It
+// remembers the listed process groups and namespaces, and if a watchdog
+// process dies while the registry is open (someone killed it), that
+// slot's keeper goroutine starts another and lists them again. The
+// keepers start with the first spawn: a registry that never spawns needs
+// none, and one waiting in the runtime poller would keep a
+// testing/synctest bubble from ever idling. Its methods are safe for
+// concurrent use and on a nil receiver (no watchdog).
 type watchdog struct {
 	cgroupDir string
 	stop      chan struct{} // closed by close
-	done      chan struct{} // closed when the keeper returns
+	keepers   sync.WaitGroup
 
 	mu       sync.Mutex // serialises lines, restarts and close
-	proc     *watchdogProc
-	groups   map[int]struct{} // listed process groups
-	keeping  bool             // the keeper was started
+	procs    [watchdogCount]*watchdogProc
+	groups   map[int]struct{}    // listed process groups
+	nss      map[uint64]struct{} // listed cgroup namespaces (by inode number)
+	keeping  bool                // the keepers were started
 	closed   bool
 	restarts int
 }
+
+// watchdogCount is how many watchdog processes a registry runs: one to
+// spare, so that no single kill opens a window.
+const watchdogCount = 2
 
 // watchdogProc is one watchdog process and the host's end of its lifeline.
 type watchdogProc struct {
@@ -164,22 +218,25 @@ type watchdogProc struct {
 }
 
 func startWatchdog(cgroupDir string) (*watchdog, error) {
-	p, err := startWatchdogProc(cgroupDir)
-	if err != nil {
-		return nil, err
-	}
 	w := &watchdog{
 		cgroupDir: cgroupDir,
 		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
-		proc:      p,
 		groups:    make(map[int]struct{}),
+		nss:       make(map[uint64]struct{}),
+	}
+	for i := range w.procs {
+		p, err := startWatchdogProc(cgroupDir)
+		if err != nil {
+			w.close()
+			return nil, err
+		}
+		w.procs[i] = p
 	}
 	return w, nil
 }
 
-// keepAlive starts the keeper unless it runs already or the watchdog is
-// closed.
+// keepAlive starts the keepers unless they run already or the watchdog
+// is closed.
 func (w *watchdog) keepAlive() {
 	if w == nil {
 		return
@@ -188,7 +245,10 @@ func (w *watchdog) keepAlive() {
 	defer w.mu.Unlock()
 	if !w.keeping && !w.closed {
 		w.keeping = true
-		go w.keep()
+		for i := range w.procs {
+			w.keepers.Add(1)
+			go w.keep(i)
+		}
 	}
 }
 
@@ -260,14 +320,14 @@ func (p *watchdogProc) reap() {
 	_ = p.cmd.Wait()
 }
 
-// keep waits for the watchdog process to end. Unless close ended it, it
-// starts another one and lists every group again; if that fails it tries
-// again every second.
-func (w *watchdog) keep() {
-	defer close(w.done)
+// keep waits for the watchdog process in slot i to end. Unless close
+// ended it, it starts another one and lists every group and namespace
+// again; if that fails it tries again every second.
+func (w *watchdog) keep(i int) {
+	defer w.keepers.Done()
 	for {
 		w.mu.Lock()
-		p := w.proc
+		p := w.procs[i]
 		w.mu.Unlock()
 		if p != nil {
 			p.reap()
@@ -277,7 +337,7 @@ func (w *watchdog) keep() {
 			_ = p.lifeline.Close()
 			p.lifeline = nil
 		}
-		w.proc = nil
+		w.procs[i] = nil
 		if w.closed {
 			w.mu.Unlock()
 			return
@@ -285,9 +345,12 @@ func (w *watchdog) keep() {
 		np, err := startWatchdogProc(w.cgroupDir)
 		if err == nil {
 			w.restarts++
-			w.proc = np
+			w.procs[i] = np
 			for g := range w.groups {
 				_, _ = np.lifeline.Write([]byte("+ " + strconv.Itoa(g) + "\n"))
+			}
+			for n := range w.nss {
+				_, _ = np.lifeline.Write([]byte("+n " + strconv.FormatUint(n, 10) + "\n"))
 			}
 		}
 		w.mu.Unlock()
@@ -315,8 +378,46 @@ func (w *watchdog) send(op string, pgid int) {
 	} else {
 		delete(w.groups, pgid)
 	}
-	if w.proc != nil && w.proc.lifeline != nil {
-		_, _ = w.proc.lifeline.Write([]byte(op + " " + strconv.Itoa(pgid) + "\n"))
+	w.writeLocked(op + " " + strconv.Itoa(pgid) + "\n")
+}
+
+// watchNamespace registers a session's cgroup namespace, whose processes
+// it kills if the host dies, wherever their cgroup. The host holds the
+// namespace open until forgetNamespace, so the number names no other.
+func (w *watchdog) watchNamespace(ino uint64) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.nss[ino] = struct{}{}
+	w.writeLocked("+n " + strconv.FormatUint(ino, 10) + "\n")
+}
+
+// forgetNamespace unregisters a cgroup namespace; call it while the
+// namespace is still held open.
+func (w *watchdog) forgetNamespace(ino uint64) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	delete(w.nss, ino)
+	w.writeLocked("-n " + strconv.FormatUint(ino, 10) + "\n")
+}
+
+// writeLocked tells every watchdog process a line.
+func (w *watchdog) writeLocked(line string) {
+	for _, p := range w.procs {
+		if p != nil && p.lifeline != nil {
+			_, _ = p.lifeline.Write([]byte(line))
+		}
 	}
 }
 
@@ -327,19 +428,23 @@ func (w *watchdog) watch(pgid int) { w.send("+", pgid) }
 // while the pgid cannot be reused.
 func (w *watchdog) forget(pgid int) { w.send("-", pgid) }
 
-// pid is the current watchdog process's pid, or 0 between a death and its
+// pid is the pid of the first watchdog process, or 0 between a death and
+// its replacement.
+func (w *watchdog) pid() int { return w.pidOf(0) }
+
+// pidOf is the pid of watchdog process i, or 0 between a death and its
 // replacement.
-func (w *watchdog) pid() int {
+func (w *watchdog) pidOf(i int) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.proc == nil {
+	if w.procs[i] == nil {
 		return 0
 	}
-	return w.proc.cmd.Process.Pid
+	return w.procs[i].cmd.Process.Pid
 }
 
-// close ends the watchdog (it finds nothing left to kill) and waits for
-// the keeper, which reaps it.
+// close ends the watchdog processes (they find nothing left to kill) and
+// waits for the keepers, which reap them.
 func (w *watchdog) close() {
 	if w == nil {
 		return
@@ -351,16 +456,22 @@ func (w *watchdog) close() {
 	}
 	w.closed = true
 	close(w.stop)
-	p := w.proc
-	if p != nil {
-		_ = p.lifeline.Close()
-		p.lifeline = nil
+	procs := w.procs
+	for _, p := range procs {
+		if p != nil && p.lifeline != nil {
+			_ = p.lifeline.Close()
+			p.lifeline = nil
+		}
 	}
 	keeping := w.keeping
 	w.mu.Unlock()
 	if keeping {
-		<-w.done // the keeper reaps it
-	} else if p != nil {
-		p.reap()
+		w.keepers.Wait() // the keepers reap them
+		return
+	}
+	for _, p := range procs {
+		if p != nil {
+			p.reap()
+		}
 	}
 }

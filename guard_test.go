@@ -131,9 +131,24 @@ func TestWatchdogTakesNoOrdersFromSessions(t *testing.T) {
 			_ = reg.Close(context.Background())
 		}
 	})
-	wd := reg.watchdog.pid()
-	require.NotZero(t, wd)
+	for i := range watchdogCount {
+		wd := reg.watchdog.pidOf(i)
+		require.NotZero(t, wd)
+		watchdogTakesNoOrders(t, reg, wd, marker, sibling)
+	}
 
+	// Close ends the watchdogs and reaps them: whatever they were going
+	// to do, they have done.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, reg.Close(ctx))
+	closed = true
+	assert.NoFileExists(t, marker, "no injected command ran")
+	assert.True(t, untouched(t, sibling), "the process outside the registry was not killed")
+}
+
+// watchdogTakesNoOrders checks one watchdog process of reg and attacks it.
+func watchdogTakesNoOrders(t *testing.T, reg *Registry, wd int, marker string, sibling int) {
 	t.Run("its environment, argv, directory and descriptors are its own", func(t *testing.T) {
 		// Until its shell runs, the dynamic loader may hold a file open.
 		awaitIgnored(t, wd, syscall.SIGTERM)
@@ -171,15 +186,6 @@ echo attacked`
 	res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: attack})
 	require.Contains(t, res.Text(), "attacked", res.Text())
 	assert.Contains(t, res.Text(), "refused /proc/"+strconv.Itoa(wd)+"/fd/0", "the lifeline cannot be opened")
-
-	// Close ends the watchdog and reaps it: whatever it was going to do,
-	// it has done.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(t, reg.Close(ctx))
-	closed = true
-	assert.NoFileExists(t, marker, "no injected command ran")
-	assert.True(t, untouched(t, sibling), "the process outside the registry was not killed")
 }
 
 // The watchdog acts only on well-formed lines from its lifeline: each
@@ -225,6 +231,8 @@ func TestWatchdogRefusesMalformedOrders(t *testing.T) {
 		"- 1;touch " + marker,
 		"+ 1", "+ 0", "+ 01", "+ 001", "+ -1", "+ -" + sib, "+ " + sib + " x", "+ 0x" + sib,
 		"+ 99999999999999999999", "+", "+1", "+ ", "* " + sib, "+ " + sib + ";",
+		"+n 1;touch " + marker + ";:", "+n $(touch " + marker + ")", "+n -1", "+n 0", "+n 01",
+		"+n 999999999999999999999", "+n", "+nx " + sib, "n " + sib, "+n " + sib + " x",
 		"+ " + vic,
 	}
 	_, err = host.WriteString(strings.Join(lines, "\n") + "\n")

@@ -28,7 +28,19 @@ type Limits struct {
 	// Tasks is the number of processes and threads each session may have
 	// at once (pids.max): past it, fork and clone fail in the session with
 	// EAGAIN, and other sessions and the host are not affected. 0 means
-	// [DefaultTasks]; -1 means no limit.
+	// [DefaultTasks]; -1 means no limit of its own.
+	//
+	// Sessions' tasks count against the host's own cgroup too. When a
+	// pids.max above the host limits tasks (a systemd service's TasksMax),
+	// NewRegistry reads the tightest one, keeps a reserve for the host's
+	// own threads (a quarter of that limit, at least 64, beyond what is
+	// in use then) and gives the sessions together the rest, at least 8:
+	// it becomes the registry cgroup's pids.max, and caps this limit; the
+	// default is capped to half of it, so that other sessions can start
+	// beside a runaway one. [ContainmentReport].TaskBudget shows it.
+	// Each registry takes its budget at its own NewRegistry: two
+	// registries in one host share the reserve, and the second sees the
+	// first one's sessions as in use.
 	Tasks int
 	// CPU is the CPU time each session may use, in cores (cpu.max;
 	// cfs_quota_us/cfs_period_us on cgroup v1): 1.5 is one and a half
@@ -227,6 +239,37 @@ type ContainmentReport struct {
 	// left the process group). CgroupDir is the registry's cgroup then.
 	Cgroup    bool
 	CgroupDir string
+	// CgroupNamespace reports whether each gateway session (a sandboxed
+	// one is contained by bubblewrap instead) runs in a cgroup namespace
+	// rooted at its own cgroup. Its processes are found by that namespace
+	// even after they moved to another cgroup, and are killed with the
+	// session, on Close and by the watchdog when the host dies. It needs
+	// CAP_SYS_ADMIN; an unprivileged host runs sessions without one.
+	CgroupNamespace bool
+	// MigrationRefused reports whether the kernel refuses to move a
+	// gateway session's process out of its cgroup v2 cgroup (cgroup2
+	// mounted with nsdelegate, and a cgroup namespace per session).
+	// Otherwise a process allowed to write another cgroup's cgroup.procs
+	// (root, or the owner of a delegated subtree) can leave its cgroup and
+	// with it its limits; Migration says what still ends it.
+	MigrationRefused bool
+	// Migration says in words what a gateway session's process that
+	// writes itself into another cgroup's cgroup.procs achieves on this
+	// host; "" without session cgroups.
+	Migration string
+	// TaskBudget is how many tasks (processes and threads) all sessions
+	// together may have: what the tightest pids.max above the host's
+	// cgroup leaves, read at NewRegistry, minus what was in use then and
+	// minus the host's reserve (a quarter of that pids.max, at least 64).
+	// It is the registry cgroup's pids.max, and caps each session's task
+	// limit too. 0 when no pids.max above the host limits tasks, or
+	// without session cgroups. TaskBudgetSource says where it comes from.
+	TaskBudget       int
+	TaskBudgetSource string
+	// SessionTasks is each session's task limit as applied: Limits.Tasks
+	// capped to TaskBudget, or DefaultTasks capped to half of it; 0 for
+	// none of its own (the budget still holds).
+	SessionTasks int
 	// Memory, Tasks and CPU say what became of each limit.
 	Memory, Tasks, CPU LimitReport
 	// Warnings are the reasons for every limit that is not in force, as
@@ -254,7 +297,7 @@ type LimitReport struct {
 // Under ContainmentRequired a limit the Config set that cannot be applied
 // is an error; the default task limit only warns.
 func startLimits(cg *cgroupRoot, cgErr error, st *settings, required bool) (*limitRoot, error) {
-	l := newLimitRoot(cg, cgErr, st.limits)
+	l := newLimitRoot(cg, cgErr, st.limits, st.tasksSet)
 	all, explicit := l.warnings(st.tasksSet)
 	if required && len(explicit) > 0 {
 		l.remove()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,10 @@ type limitRoot struct {
 	v1     []*v1Hierarchy  // hierarchies used for the controllers v2 lacks
 
 	kick func() // wakes the sweeper, which calls retryDirty; set once at NewRegistry
+
+	// budgetWarning says why the host's task budget could not be applied
+	// ("" when it was, or when there is none).
+	budgetWarning string
 
 	mu     sync.Mutex // guards the fields below
 	dirty  []string   // v1 session directories of ended sessions, to remove
@@ -98,7 +103,8 @@ const (
 
 // newLimitRoot decides, per controller, where the limits come from, and
 // reports it. cg is nil without session cgroups, cgErr then says why.
-func newLimitRoot(cg *cgroupRoot, cgErr error, lim Limits) *limitRoot {
+// tasksSet is whether Limits.Tasks was given rather than defaulted.
+func newLimitRoot(cg *cgroupRoot, cgErr error, lim Limits, tasksSet bool) *limitRoot {
 	l := &limitRoot{lim: lim, v2: make(map[string]bool)}
 	rep := &l.report
 	rep.Memory.Requested = requested(lim.MemoryBytes > 0, formatBytes(lim.MemoryBytes))
@@ -116,7 +122,29 @@ func newLimitRoot(cg *cgroupRoot, cgErr error, lim Limits) *limitRoot {
 		}
 		return l
 	}
+	budget, hasBudget := hostTaskBudget()
+	if hasBudget {
+		// The sessions together, and so each, get what the host's tightest
+		// ancestor leaves beyond the host's reserve (see Limits.Tasks).
+		rep.TaskBudget = int(budget.free)
+		rep.TaskBudgetSource = budget.String()
+		share := budget.free
+		if !tasksSet {
+			// The default leaves room for other sessions beside a
+			// runaway one: half the budget.
+			share = max(minTaskBudget, budget.free/2)
+		}
+		if l.lim.Tasks > 0 && int64(l.lim.Tasks) > share {
+			l.lim.Tasks = int(share)
+		}
+	}
+	if l.lim.Tasks > 0 {
+		rep.SessionTasks = l.lim.Tasks
+	}
 	rep.Cgroup, rep.CgroupDir = true, cg.dir
+	rep.CgroupNamespace = cg.namespace
+	rep.MigrationRefused = cg.namespace && cg.nsdelegate
+	rep.Migration = migrationText(cg)
 	// memory is always wanted: it gives the resource view its memory
 	// figure even without a limit; pids and cpu only for their limits.
 	type want struct {
@@ -127,7 +155,7 @@ func newLimitRoot(cg *cgroupRoot, cgErr error, lim Limits) *limitRoot {
 	}
 	for _, w := range []want{
 		{"memory", true, &rep.Memory, v2MemoryMax, v1MemLimit},
-		{"pids", lim.Tasks > 0, &rep.Tasks, v2PidsMax, v1PidsMax},
+		{"pids", lim.Tasks > 0 || hasBudget, &rep.Tasks, v2PidsMax, v1PidsMax},
 		{"cpu", lim.CPU > 0, &rep.CPU, v2CPUMax, v1CFSQuota},
 	} {
 		if !w.needed {
@@ -138,6 +166,9 @@ func newLimitRoot(cg *cgroupRoot, cgErr error, lim Limits) *limitRoot {
 			l.v2[w.ctrl] = true
 			w.report.Controller = "cgroup2 " + w.v2
 			w.report.Applied = w.report.Requested != ""
+			if w.ctrl == "pids" && hasBudget {
+				l.capTasks(filepath.Join(cg.dir, v2PidsMax), budget)
+			}
 			continue
 		}
 		h, err1 := newV1Hierarchy(w.ctrl, filepath.Base(cg.dir), w.v1)
@@ -145,13 +176,107 @@ func newLimitRoot(cg *cgroupRoot, cgErr error, lim Limits) *limitRoot {
 			l.v1 = append(l.v1, h)
 			w.report.Controller = "cgroup1 " + w.v1
 			w.report.Applied = w.report.Requested != ""
+			if w.ctrl == "pids" && hasBudget {
+				l.capTasks(filepath.Join(h.dir, v1PidsMax), budget)
+			}
 			continue
 		}
 		if w.report.Requested != "" {
 			w.report.Reason = fmt.Sprintf("no %s controller: cgroup v2: %v; cgroup v1: %v", w.ctrl, err2, err1)
 		}
 	}
+	if hasBudget && !l.v2["pids"] && !slices.ContainsFunc(l.v1, func(h *v1Hierarchy) bool { return h.ctrl == "pids" }) {
+		rep.TaskBudget = 0
+		rep.TaskBudgetSource += "; not applied: no pids controller for the registry's cgroup"
+		l.budgetWarning = "bgexec: the sessions' tasks are not capped below the host's own pids.max (" + budget.String() + "): no pids controller reaches the registry's cgroup, so a fork bomb can take the tasks the host needs"
+	}
 	return l
+}
+
+// migrationText is ContainmentReport.Migration for a registry with
+// session cgroups.
+func migrationText(cg *cgroupRoot) string {
+	switch {
+	case !cg.namespace:
+		return "Sessions have no cgroup namespace (creating one needs CAP_SYS_ADMIN): a process that may write another cgroup's cgroup.procs can leave its session's cgroup, and then outlives kill, Close and the host."
+	case cg.nsdelegate:
+		return "The kernel refuses to move a session's process out of its cgroup v2 cgroup (nsdelegate and a cgroup namespace per session). On cgroup v1 hierarchies a root process may still move, leaving its limits there; it is still killed with its session, found by its cgroup namespace, unless it also entered another cgroup namespace (setns or unshare, CAP_SYS_ADMIN)."
+	default:
+		return "The cgroup2 mount has no nsdelegate, so the kernel lets a root session move its processes to any cgroup, leaving its limits; they are still killed with their session, on Close and when the host dies, found by their cgroup namespace, unless they also entered another cgroup namespace (setns or unshare, CAP_SYS_ADMIN)."
+	}
+}
+
+// capTasks writes the sessions' task budget into the registry's own
+// pids.max, the parent of every session's: the sum of their tasks. A
+// failure is reported and warned about.
+func (l *limitRoot) capTasks(path string, b taskBudget) {
+	if err := writeFile(path, strconv.FormatInt(b.free, 10)); err != nil {
+		l.report.TaskBudget = 0
+		l.report.TaskBudgetSource += "; not applied to the sessions together: " + err.Error()
+		l.budgetWarning = "bgexec: the sessions' tasks together are not capped below the host's own pids.max (" + b.String() + "): " + err.Error()
+	}
+}
+
+// Each session's tasks are also the host's: they count against every
+// pids.max above the host's cgroup (a systemd service's TasksMax). A
+// fork bomb that took all of it would leave the host's Go runtime unable
+// to start a thread, which aborts the process.
+
+// hostTaskReserve is how many tasks of its tightest ancestor's pids.max
+// the host keeps for its own threads and processes: a quarter of the
+// limit, at least 64.
+func hostTaskReserve(limit int64) int64 { return max(64, limit/4) }
+
+// minTaskBudget is the least the sessions get, even when the host's
+// budget leaves less: a shell and a command.
+const minTaskBudget = 8
+
+// taskBudget is what the tightest pids.max above the host leaves for its
+// sessions.
+type taskBudget struct {
+	dir                     string // the cgroup whose pids.max binds
+	limit, current, reserve int64
+	free                    int64 // limit - current - reserve, at least minTaskBudget
+}
+
+func (b taskBudget) String() string {
+	return fmt.Sprintf("pids.max %d of %s: %d in use at NewRegistry, %d kept for the host, %d for the sessions together", b.limit, b.dir, b.current, b.reserve, b.free)
+}
+
+// hostTaskBudget walks up from this process's cgroup, in the cgroup v2
+// tree and in the v1 pids hierarchy, and returns the tightest budget any
+// pids.max there leaves; false when none limits tasks.
+func hostTaskBudget() (taskBudget, bool) {
+	var starts []string
+	if d, err := findCgroup2Dir(); err == nil {
+		starts = append(starts, d)
+	}
+	if mnt, rel, err := v1Mount("pids"); err == nil {
+		starts = append(starts, filepath.Join(mnt, rel))
+	}
+	var best taskBudget
+	found := false
+	for _, start := range starts {
+		// Up to the hierarchy's root: the first directory without
+		// cgroup.procs is outside the cgroup file system.
+		for d := start; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "cgroup.procs")); err != nil {
+				break
+			}
+			limit, current := readInt(filepath.Join(d, "pids.max")), readInt(filepath.Join(d, "pids.current"))
+			if limit > 0 && current >= 0 {
+				b := taskBudget{dir: d, limit: limit, current: current, reserve: hostTaskReserve(limit)}
+				b.free = max(minTaskBudget, limit-current-b.reserve)
+				if !found || b.free < best.free {
+					best, found = b, true
+				}
+			}
+			if d == "/" {
+				break
+			}
+		}
+	}
+	return best, found
 }
 
 func requested(set bool, text string) string {
@@ -181,6 +306,9 @@ func (l *limitRoot) warnings(tasksSet bool) (all, explicit []string) {
 		if x.explicit {
 			explicit = append(explicit, w)
 		}
+	}
+	if l.budgetWarning != "" {
+		all = append(all, l.budgetWarning)
 	}
 	return all, explicit
 }

@@ -260,13 +260,18 @@ func TestLimitsV1MembershipFromTheForkingThread(t *testing.T) {
 		t.Skip("no cgroup v1 hierarchy in use here")
 	}
 	sc := reg.Scope("agent:v1")
-	// The shell's first fork prints the cgroups it was born in.
-	res := mustExec(t, sc, &ExecRequest{Command: "cat /proc/self/cgroup; true"})
-	require.Equal(t, StatusCompleted, res.Details.Status, res.Text())
+	// The shell's first fork is born in the session's cgroups. The session
+	// sees them as its namespace's root ("/"): look from here.
+	id := startBackground(t, sc, &ExecRequest{Command: "sleep 300 & echo child $!; wait"})
+	res := waitFor(t, sc, id, `^child \d+$`)
+	b, err := os.ReadFile("/proc/" + strings.TrimPrefix(res.Details.Matched, "child ") + "/cgroup")
+	require.NoError(t, err)
 	for _, h := range reg.limits.v1 {
 		name := filepath.Base(h.dir)
-		assert.Regexp(t, `(?m)^\d+:([a-z,]*,)?`+h.ctrl+`(,[a-z,]*)?:\S*/`+name+`/s-[0-9a-f]+$`, res.Text(), h.ctrl)
+		assert.Regexp(t, `(?m)^\d+:([a-z,]*,)?`+h.ctrl+`(,[a-z,]*)?:\S*/`+name+`/s-[0-9a-f]+$`, string(b), h.ctrl)
 	}
+	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	waitExit(t, sc, id)
 	// Many spawns later, every host thread is back home.
 	for range 20 {
 		mustExec(t, sc, &ExecRequest{Command: "true"})

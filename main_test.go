@@ -176,6 +176,12 @@ func runHelper(args []string) int {
 	case "exhausted-kill":
 		// Kills a session while this process has no free descriptor.
 		return helperExhaustedKill(rest)
+	case "cgroup-escape-host":
+		// Runs a registry whose session leaves its cgroup (cgroupescape_test.go).
+		return helperCgroupEscapeHost(rest)
+	case "task-box-host":
+		// Runs a registry in a small pids cgroup under a fork bomb (taskbudget_test.go).
+		return helperTaskBoxHost(rest)
 	case "own-registry":
 		// Runs a registry of its own, reports its processes, then blocks.
 		return helperOwnRegistry(rest)

@@ -84,8 +84,40 @@ func helperOwnRegistry(rest []string) int {
 		fmt.Printf("cgroup %s\n", reg.cgroups.dir)
 	}
 	fmt.Println("ready")
+	if len(rest) > 1 && strings.HasPrefix(rest[1], killWatchdogThenHost) {
+		// The watchdog is killed, and gap ms later the host: the
+		// registry has had no time to start another watchdog.
+		gap, _ := strconv.Atoi(strings.TrimPrefix(rest[1], killWatchdogThenHost))
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		_ = syscall.Kill(reg.watchdog.pid(), syscall.SIGKILL)
+		if gap > 0 {
+			time.Sleep(time.Duration(gap) * time.Millisecond)
+		}
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
 	time.Sleep(10 * time.Minute)
 	return 0
+}
+
+// killWatchdogThenHost, followed by a gap in milliseconds, makes the
+// own-registry helper kill its watchdog and then itself once a line
+// arrives on its stdin.
+const killWatchdogThenHost = "kill-watchdog-then-host-"
+
+func TestParentDeathRightAfterTheWatchdog(t *testing.T) {
+	skipInSandboxSuite(t, "the test reads pids the command printed, which are those of its pid namespace")
+	t.Parallel()
+	haveCgroups := cgroupsAvailable(t)
+	for _, mode := range []string{"auto", "off"} {
+		for _, gap := range []int{0, 1, 5} {
+			t.Run(fmt.Sprintf("with containment %s, the host killed %d ms after the watchdog", mode, gap), func(t *testing.T) {
+				if mode == "auto" && !haveCgroups {
+					t.Skip("cgroup v2 containment is not available here")
+				}
+				parentDeath(t, mode, killWatchdogThenHost+strconv.Itoa(gap))
+			})
+		}
+	}
 }
 
 func TestParentDeathKillsSessions(t *testing.T) {
@@ -116,6 +148,14 @@ func parentDeath(t *testing.T, mode string, extra ...string) {
 	cmd := exec.Command(os.Args[0], append([]string{"own-registry", mode}, extra...)...)
 	cmd.Env = append(os.Environ(), helperEnv+"=1")
 	cmd.Stderr = os.Stderr
+	suicide := len(extra) > 0 && strings.HasPrefix(extra[0], killWatchdogThenHost)
+	var trigger *os.File
+	if suicide {
+		r, w, err := os.Pipe()
+		require.NoError(t, err)
+		cmd.Stdin, trigger = r, w
+		t.Cleanup(func() { _ = r.Close(); _ = w.Close() })
+	}
 	// Our own pipe, not StdoutPipe: Wait must not close it under the reader.
 	stdout, w, err := os.Pipe()
 	require.NoError(t, err)
@@ -196,7 +236,12 @@ read:
 	}
 
 	killedAt := time.Now()
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	if suicide {
+		_, err := trigger.Write([]byte("go\n"))
+		require.NoError(t, err)
+	} else {
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	}
 	_ = cmd.Wait()
 	waited = true
 	eof := time.NewTimer(10 * time.Second)
@@ -226,7 +271,15 @@ drain:
 	if cgroup != "" {
 		t.Run("a setsid escaper is killed through the cgroup", func(t *testing.T) {
 			assert.True(t, watches["pipe-escaper"].goneBy(deadline), "escaper %d outlived its host", pids["pipe-escaper"])
-			// The watchdog removes the cgroups before it exits.
+			// The watchdog removes the cgroups before it exits (when it
+			// was killed before, its successor, whose end is not watched
+			// here: wait for the directory to go).
+			for {
+				if _, err := os.Stat(cgroup); os.IsNotExist(err) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 			assert.NoDirExists(t, cgroup)
 		})
 		t.Logf("containment %s: host SIGKILLed; 6 of 6 watched processes gone after %v", mode, gone.Round(time.Millisecond))

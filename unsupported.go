@@ -60,11 +60,11 @@ type limitRoot struct {
 
 type sessionLimits struct{}
 
-func newLimitRoot(*cgroupRoot, error, Limits) *limitRoot  { return &limitRoot{} }
-func (*limitRoot) warnings(bool) (all, explicit []string) { return nil, nil }
-func (*limitRoot) attach(*sessionCgroup) error            { return errPlatform }
-func (*limitRoot) remove()                                {}
-func (*limitRoot) retryDirty()                            {}
+func newLimitRoot(*cgroupRoot, error, Limits, bool) *limitRoot { return &limitRoot{} }
+func (*limitRoot) warnings(bool) (all, explicit []string)      { return nil, nil }
+func (*limitRoot) attach(*sessionCgroup) error                 { return errPlatform }
+func (*limitRoot) remove()                                     {}
+func (*limitRoot) retryDirty()                                 {}
 
 func descriptorRefusal() string { return "" }
 
