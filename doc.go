@@ -238,9 +238,40 @@
 //     exit event, unlike a poll or wait that sees the end).
 //   - "(waiting for input?)" follows a poll's output on a running pipe
 //     session whose stdin is open (stdin:"pipe") when its output ends in an
-//     unfinished line and no output arrived for idleMs (500 ms without
-//     idleMs). PTY sessions are not flagged: their prompts are the normal
-//     state of a shell or REPL, and screen shows them.
+//     unfinished line (or it printed nothing yet), no output arrived for
+//     idleMs (500 ms without idleMs), and its process is blocked reading
+//     its stdin (see "Waiting for input" below). PTY sessions get only the
+//     longer rule below.
+//
+// # Waiting for input
+//
+// When a running session has printed nothing for Config.InputWaitIdleMs
+// (default 15000; env OPENCLAW_PROCESS_INPUT_WAIT_IDLE_MS) and its
+// foreground process is blocked reading its stdin or terminal, poll ends
+// with "No new output for Ns; this session may be waiting for input. Use
+// process write, send-keys, submit, or paste to provide input." in place
+// of "Process still running.", log adds the same line, and the list line
+// carries "[input-wait]" before its " :: ". poll and log of a running
+// session carry details stdinWritable, waitingForInput, idleMs and
+// lastOutputAt (Unix epoch milliseconds).
+//
+// The decision comes from what the process does, never from the shape of
+// its output: a line of progress dots is not a prompt, and bash's
+// read -p on a pipe, which prints no prompt, is one. On Linux the
+// foreground process is, for a PTY, every process of the terminal's
+// foreground process group (TIOCGPGRP on the master) and, for a pipe,
+// the session's process tree; it waits for input when
+// /proc/<pid>/syscall shows it blocked in read, readv, pread, poll,
+// select or an epoll wait on the session's stdin pipe or terminal
+// (matched by device and inode, so it works inside the sandbox too).
+// Reading /proc/<pid>/syscall (and /proc/<pid>/mem for the descriptor
+// sets of poll and select) needs ptrace access: a root host has it; an
+// unprivileged host has it for its own children unless Yama's
+// ptrace_scope is 2 or more, or a child changed its credentials
+// (setuid). Where the kernel will not say, no session is reported as
+// waiting. Node (SSH) sessions and other operating systems are never
+// reported as waiting: asking the remote /proc would cost a command per
+// poll.
 //
 // The emulator was chosen by replaying the raw output of vim (insert and
 // :wq), less (page, search), top, htop, python3's REPL and bash -i,

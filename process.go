@@ -196,6 +196,9 @@ func (sc *Scope) list() *Result {
 			Tail: sn.Tail, Truncated: sn.Truncated,
 		}
 		line := fmt.Sprintf("%s %-9s %s :: %s", s.ID(), sn.Status, compactDuration(sn.Runtime), s.Name())
+		if !sn.Ended && sc.inputStateOf(s).waiting {
+			line = fmt.Sprintf("%s %-9s %s%s :: %s", s.ID(), sn.Status, compactDuration(sn.Runtime), listMarker, s.Name())
+		}
 		if !sn.Ended {
 			info.Resources = scan.of(s)
 			lines = append(lines, line+info.Resources.listSuffix())
@@ -262,13 +265,18 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	} else {
 		d.RetryInMs = ptr(retryAfter(dr.EmptyPolls))
 		d.Resources = sessionResources(s)
+		in := sc.inputStateOf(s)
+		in.details(&d)
+		if in.waiting {
+			end = in.line()
+		}
 	}
 	body := strings.TrimRight(dr.Text, "\n")
 	if body == "" {
 		body = "(no new output)"
 	}
 	body = withLossNotice(body, dr.Loss)
-	if waitingForInput(s, &dr, idle) {
+	if d.WaitingForInput != nil && !*d.WaitingForInput && waitingForInput(s, &dr, idle) {
 		body += "\n" + waitingForInputNote
 	}
 	text := body + "\n\n" + end
@@ -325,6 +333,13 @@ func (sc *Scope) log(_ context.Context, s *session.Session, req *ProcessRequest)
 	}
 	if p.Truncated {
 		text = discardNotice + "\n\n" + logDropNotice(p.FirstLine) + "\n" + text
+	}
+	if !sn.Ended {
+		in := sc.inputStateOf(s)
+		in.details(&d)
+		if in.waiting {
+			text += "\n\n" + in.line()
+		}
 	}
 	return textResult(text, d), nil
 }

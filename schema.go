@@ -90,6 +90,7 @@ Patterns that work:
 - Full-screen programs (vim, less, top, htop, any TUI): start with pty: true and read them with screen, not poll or log, which show the raw stream. Wait for the first screen before typing (screen with idleMs: 500), then after each key press read screen with idleMs again.
 - REPLs and shells under pty (python3, node, bash -i): paste multi-line code (bracketed paste), then submit to run it: a paste alone does not press Enter. Then poll with idleMs (e.g. 300) and a timeout to read the whole answer.
 - A plain command asking a question on a pipe (stdin: "pipe"): when poll shows "(waiting for input?)" after an unfinished line, answer with write (data ending in "\n").
+- A session whose process is blocked reading its input after a quiet spell: poll says "No new output for Ns; this session may be waiting for input" (details.waitingForInput, idleMs, lastOutputAt, stdinWritable) and list marks it [input-wait]; provide input with write, send-keys, submit or paste.
 
 Polling is for checking on demand, not for scheduling: after starting work, rely on the completion message or one wait call instead of repeated polls.`
 
