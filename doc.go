@@ -127,6 +127,25 @@
 // agent: a runtime should not also feed them to the model. Without a
 // Notifier the option works alone.
 //
+// # Results that never reached the model
+//
+// A poll hands out the output it drains once. When its result does not
+// reach the model (the MCP request was cancelled, writing the response
+// failed, the agent loop dropped it), the runtime gives it back with
+// [Scope.Undelivered]: the drained output goes back in front of the
+// pending output, so the next poll returns it before anything newer
+// (within the pending cap; when it does not fit, the oldest part is
+// dropped and the poll says so), an exit the poll reported is reported
+// again (by the next poll, or by an exit event and notice as for any end
+// no call reported), and exit notices the result carried come with the
+// next result. A result whose call's context had ended by the time the
+// call returned is given back by Exec, Process and Call themselves: a
+// host that cancelled a request does not show its result. Giving back is
+// committed per result, once; a result of another scope is not given
+// back. An MCP server calls Undelivered when a request is cancelled after
+// its result was computed but before it was written, and when the write
+// fails.
+//
 // # Calls that fit the host
 //
 // Config.MaxCallWaitMs caps how long one call waits: the exec yield

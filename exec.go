@@ -82,7 +82,7 @@ type ExecRequest struct {
 // notices not yet shown (see the package documentation); Process and Call
 // do the same.
 func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err error) {
-	defer func() { res = sc.withNotices(res) }()
+	defer func() { res = sc.withNotices(res); sc.giveBackIfCancelled(ctx, res) }()
 	if err := sc.begin(ctx, "exec", req == nil); err != nil {
 		return nil, err
 	}

@@ -124,7 +124,7 @@ func floorLineArg(f float64) int {
 // starts with the scope's exit notices not yet shown. Process panics on a
 // nil ctx. Safe for concurrent use.
 func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (res *Result, err error) {
-	defer func() { res = sc.withNotices(res) }()
+	defer func() { res = sc.withNotices(res); sc.giveBackIfCancelled(ctx, res) }()
 	if err := sc.begin(ctx, "process", req == nil); err != nil {
 		return nil, err
 	}
@@ -283,7 +283,9 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	if capped && !sn.Ended && dr.Text == "" {
 		text += "\n" + sc.reg.cfg.cappedNote("timeout", asked, "poll again to keep waiting.")
 	}
-	return textResult(s.WithHint(text), d), nil
+	res := textResult(s.WithHint(text), d)
+	res.tookDrain(s, &dr)
+	return res, nil
 }
 
 // retryAfter is the suggested poll delay after n consecutive empty polls:

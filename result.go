@@ -25,6 +25,10 @@ type Result struct {
 	Details Details `json:"details"`
 	// IsError reports that the call failed, as MCP's CallToolResult.isError.
 	IsError bool `json:"isError,omitzero"`
+
+	// delivery is what the result took (drained output, exit reports and
+	// notices), given back by [Scope.Undelivered].
+	delivery *delivery
 }
 
 // Content is one content item of a Result. Type is always "text".

@@ -30,7 +30,7 @@ func (sc *Scope) Key() string { return sc.key }
 // "Unknown action …" text, as [Scope.Process] does. Malformed JSON and an
 // unknown tool name are Go errors.
 func (sc *Scope) Call(ctx context.Context, tool string, args json.RawMessage) (res *Result, err error) {
-	defer func() { res = sc.withNotices(res) }()
+	defer func() { res = sc.withNotices(res); sc.giveBackIfCancelled(ctx, res) }()
 	if text := validateToolArgs(tool, args); text != "" {
 		if tool == ToolExec {
 			return execFailure(text), nil

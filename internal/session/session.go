@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bgexec/bgexec/internal/keys"
 	"github.com/bgexec/bgexec/internal/termtext"
@@ -665,6 +666,10 @@ type Drained struct {
 	// PartialLine reports that the output ends in an unfinished line (a
 	// prompt, perhaps).
 	PartialLine bool
+
+	at       int64 // the position of Text's first code point
+	runes    int   // Text's length in code points
+	reported bool  // this call took over the report of the end
 }
 
 // waitChange blocks until cond holds (checked under the lock), the session
@@ -722,15 +727,55 @@ func (s *Session) PollIdle(ctx context.Context, d, idle time.Duration) Drained {
 	s.mu.Unlock()
 	if dr.Snap.Ended {
 		dr.Retract = s.takeReport(ctx)
+		dr.reported = true
 	}
 	return dr
 }
 
+// Undrain undoes a poll whose result never reached the agent: its text
+// goes back in front of the pending output (within the pending cap; what
+// does not fit is dropped oldest first and reported as lost), and an end
+// that poll reported is due again, as if no call had reported it. It
+// reports true when an exit event (or notice) is now due, which the caller
+// hands to the notifier. Calling it twice for one Drained puts the text
+// back twice: the caller undoes each result once.
+func (s *Session) Undrain(dr *Drained) (eventDue bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out.pending.unshift([]byte(dr.Text), dr.runes, dr.at, dr.Loss != LostNothing)
+	if dr.reported && s.report == reportByCall && s.waiters == 0 {
+		if s.backgrounded && !s.agentKill && s.notifiableLocked() {
+			s.report, s.noticeShown = reportDue, false
+			eventDue = true
+		}
+	}
+	s.broadcastLocked()
+	return eventDue
+}
+
+// UnclaimNotice undoes ClaimNotice for a result that never reached the
+// agent: the notice is due for the next result again. It reports whether
+// it was shown.
+func (s *Session) UnclaimNotice() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.noticeShown
+	switch s.report {
+	case reportDue, reportSending, reportSent:
+		s.noticeShown = false
+	default:
+		return false
+	}
+	return was
+}
+
 func (s *Session) drainLocked() Drained {
 	text, loss := s.out.drain()
+	n := utf8.RuneCountInString(text)
 	return Drained{
 		Text: text, Loss: loss, Snap: s.snapshotLocked(), Aggregated: s.out.agg.String(),
 		Quiet: s.quietLocked(), PartialLine: s.partialLineLocked(),
+		at: max(s.out.totalChars-int64(n), 0), runes: n,
 	}
 }
 
