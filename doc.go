@@ -494,6 +494,31 @@
 // sandbox host, not the policy; RELIABILITY.md's security model says what
 // each layer protects against.
 //
+// Approvals can wait. An [Approver] that cannot decide now (a human is
+// asked in another window, a framework pauses the run) returns
+// [ErrApprovalDeferred]: exec then returns at once with status
+// "approval-pending", details approvalId, expiresAtMs and
+// allowedDecisions ["allow-once", "allow-always", "deny"], and the text
+// "Approval required (id <approvalId>): <command>. Nothing has run yet;
+// the result will follow once it is decided." [Scope.Decide] later runs
+// the command as a background session, as if the exec had been approved
+// then (every other check is made again), or refuses it. The agent hears
+// the outcome as it hears a background session's end, through the
+// Notifier and, with Config.ExitNoticesInResults, in the scope's next
+// result: "Exec approved (approval <id>): running as session <sessionId>:
+// <command>", then the session's own exit event; or "Exec denied
+// (approval <id>): …" for a denial, an expiry (Config.ApprovalTimeout,
+// default 10 minutes, served by one registry timer), or a start that
+// failed. "allow-always" also adds an allowlist rule for each command of
+// the line that was not allowlisted (its words, e.g. "git status
+// --short"), kept by the registry and, through Config.ApprovalStore,
+// across restarts. Pending approvals belong to their scope: another
+// scope's id is unknown ([ErrUnknownApproval]). Close drops pending
+// approvals without events. [Scope.Check] tells beforehand, without
+// running anything or calling the approver, whether a call would run, be
+// refused (and why) or need approval, for adapters that pause a run
+// before the tool call.
+//
 // # The sandbox host
 //
 // With [Config.Sandbox] set, the host "auto" is "sandbox" and every

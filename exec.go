@@ -2,6 +2,7 @@ package bgexec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -83,6 +84,11 @@ type ExecRequest struct {
 // do the same.
 func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err error) {
 	defer func() { res = sc.withNotices(res); sc.giveBackIfCancelled(ctx, res) }()
+	return sc.exec(ctx, req)
+}
+
+// exec is Exec without the scope's notices (also run by Decide).
+func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err error) {
 	if err := sc.begin(ctx, "exec", req == nil); err != nil {
 		return nil, err
 	}
@@ -141,6 +147,10 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		warnings = append(warnings, warn)
 	}
 	if refusal, err := sc.checkPolicy(ctx, req, cwd); err != nil || refusal != "" {
+		if errors.Is(err, ErrApprovalDeferred) {
+			_, areq := sc.policyGate(req, cwd)
+			return sc.deferExec(req, areq), nil
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -83,6 +83,7 @@ func (sc *Scope) withNotices(res *Result) *Result {
 		keep = res.Details.SessionID
 	}
 	lines, from := sc.reg.takeNotices(sc.key, keep)
+	lines = append(lines, sc.reg.takeApprovalNotes(sc.key)...)
 	if len(lines) == 0 {
 		return res
 	}
