@@ -290,6 +290,21 @@ func (r *Registry) takeApprovalNotes(scope string) []string {
 	return lines
 }
 
+// giveBackApprovalNotes puts approval notices of a result that never
+// reached the model back in front of the scope's waiting ones.
+func (r *Registry) giveBackApprovalNotes(scope string, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	b := &r.approvals
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.notes == nil {
+		b.notes = make(map[string][]string)
+	}
+	b.notes[scope] = append(slices.Clone(lines), b.notes[scope]...)
+}
+
 // Decide decides a pending approval of this scope (an exec that returned
 // status "approval-pending"): "allow-once" runs the command as if the
 // exec had been approved then, as a background session; "allow-always"

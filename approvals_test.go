@@ -182,8 +182,14 @@ func TestApprovalsCanWait(t *testing.T) {
 		sc := newTestRegistry(t, c).Scope("a")
 		id := pendingExec(t, sc, "printf 'x\\n'")
 		require.NoError(t, sc.Decide(testCtx(t), id, DecisionDeny))
+		notice := NoticePrefix + "Exec denied (approval " + id + "): not approved; nothing ran: printf 'x\\n'"
+		lost := mustProcess(t, sc, &ProcessRequest{Action: "list"})
+		assert.Contains(t, lost.Text(), notice)
+		require.NoError(t, sc.Undelivered(testCtx(t), lost))
 		res := mustProcess(t, sc, &ProcessRequest{Action: "list"})
-		assert.Contains(t, res.Text(), NoticePrefix+"Exec denied (approval "+id+"): not approved; nothing ran: printf 'x\\n'")
+		assert.Contains(t, res.Text(), notice, "a notice that never reached the model comes again")
+		res = mustProcess(t, sc, &ProcessRequest{Action: "list"})
+		assert.NotContains(t, res.Text(), notice)
 	})
 	t.Run("Close ends pending approvals without events", func(t *testing.T) {
 		d, q := &deferrer{}, NewQueue()

@@ -2,7 +2,7 @@ package bgexec
 
 import (
 	"context"
-	"sync/atomic"
+	"sync"
 
 	"github.com/bgexec/bgexec/internal/session"
 )
@@ -11,9 +11,13 @@ import (
 // the result never reaches the model: the output a poll drained, the exit
 // it reported, and the exit notices it carried.
 type delivery struct {
-	undone  atomic.Bool
+	mu      sync.Mutex // guards the lists: a give-back empties them
 	drained []drainedFrom
 	notices []*session.Session
+	// approvalNotes are approval outcome notices the result carried, of
+	// scope approvalScope.
+	approvalNotes []string
+	approvalScope string
 }
 
 type drainedFrom struct {
@@ -26,6 +30,8 @@ func (res *Result) tookDrain(s *session.Session, dr *session.Drained) {
 	if res.delivery == nil {
 		res.delivery = &delivery{}
 	}
+	res.delivery.mu.Lock()
+	defer res.delivery.mu.Unlock()
 	res.delivery.drained = append(res.delivery.drained, drainedFrom{s, *dr})
 }
 
@@ -37,7 +43,23 @@ func (res *Result) tookNotices(ss []*session.Session) {
 	if res.delivery == nil {
 		res.delivery = &delivery{}
 	}
+	res.delivery.mu.Lock()
+	defer res.delivery.mu.Unlock()
 	res.delivery.notices = append(res.delivery.notices, ss...)
+}
+
+// tookApprovalNotes records that res carries these approval notices.
+func (res *Result) tookApprovalNotes(scope string, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	if res.delivery == nil {
+		res.delivery = &delivery{}
+	}
+	res.delivery.mu.Lock()
+	defer res.delivery.mu.Unlock()
+	res.delivery.approvalNotes = append(res.delivery.approvalNotes, lines...)
+	res.delivery.approvalScope = scope
 }
 
 // Undelivered tells the registry that res, a result of this scope's Exec,
@@ -58,17 +80,26 @@ func (sc *Scope) Undelivered(ctx context.Context, res *Result) error {
 	if ctx == nil {
 		panic("bgexec: Undelivered with nil context")
 	}
-	if res == nil || res.delivery == nil || !res.delivery.mine(sc.key) || !res.delivery.undone.CompareAndSwap(false, true) {
+	if res == nil || res.delivery == nil {
 		return nil
 	}
 	d := res.delivery
-	for _, df := range d.drained {
+	d.mu.Lock()
+	if !d.mine(sc.key) {
+		d.mu.Unlock()
+		return nil
+	}
+	drained, notices, approvalNotes := d.drained, d.notices, d.approvalNotes
+	d.drained, d.notices, d.approvalNotes = nil, nil, nil // given back once
+	d.mu.Unlock()
+	sc.reg.giveBackApprovalNotes(sc.key, approvalNotes)
+	for _, df := range drained {
 		if df.s.Undrain(&df.dr) {
 			sc.reg.addNotice(df.s)
 			sc.reg.enqueueNote(df.s)
 		}
 	}
-	for _, s := range d.notices {
+	for _, s := range notices {
 		if s.UnclaimNotice() {
 			sc.reg.addNotice(s)
 		}
@@ -77,7 +108,7 @@ func (sc *Scope) Undelivered(ctx context.Context, res *Result) error {
 }
 
 // mine reports whether everything the result took is scope's: another
-// scope's result is not its to give back.
+// scope's result is not its to give back. d.mu is held.
 func (d *delivery) mine(scope string) bool {
 	for _, df := range d.drained {
 		if df.s.Scope() != scope {
@@ -89,7 +120,7 @@ func (d *delivery) mine(scope string) bool {
 			return false
 		}
 	}
-	return true
+	return len(d.approvalNotes) == 0 || d.approvalScope == scope
 }
 
 // giveBackIfCancelled gives res back when ctx ended before the call

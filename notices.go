@@ -83,11 +83,13 @@ func (sc *Scope) withNotices(res *Result) *Result {
 		keep = res.Details.SessionID
 	}
 	lines, from := sc.reg.takeNotices(sc.key, keep)
-	lines = append(lines, sc.reg.takeApprovalNotes(sc.key)...)
+	approvals := sc.reg.takeApprovalNotes(sc.key)
+	lines = append(lines, approvals...)
 	if len(lines) == 0 {
 		return res
 	}
 	res.tookNotices(from)
+	res.tookApprovalNotes(sc.key, approvals)
 	head := strings.Join(lines, "\n") + "\n\n"
 	if len(res.Content) == 0 {
 		res.Content = []Content{{Type: "text", Text: strings.TrimSuffix(head, "\n\n")}}

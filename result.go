@@ -57,7 +57,8 @@ func (r *Result) Text() string {
 // tool does. Details decoded back from JSON lose that mark and encode like
 // any other details.
 type Details struct {
-	// Status is running, completed or failed.
+	// Status is running, completed or failed; "approval-pending" for an
+	// exec waiting for a deferred approval ([StatusApprovalPending]).
 	Status Status `json:"status"`
 	// SessionID names the session (backgrounded exec results, process actions).
 	SessionID string `json:"sessionId,omitzero"`
