@@ -154,3 +154,33 @@ func TestInputWaitFromEnv(t *testing.T) {
 	})
 	assert.Equal(t, 2500, c.InputWaitIdleMs)
 }
+
+// TestInputWaitInTheSandbox: the blocked read is found inside the sandbox
+// too (its processes are matched to the session's pipe and terminal by
+// device and inode, not by path).
+func TestInputWaitInTheSandbox(t *testing.T) {
+	reg := newSandboxRegistry(t, Config{InputWaitIdleMs: 300}, Sandbox{})
+	sc := reg.Scope("a")
+	for _, pty := range []bool{false, true} {
+		name := map[bool]string{false: "on a pipe", true: "on a PTY"}[pty]
+		t.Run("a read "+name+" is waiting for input", func(t *testing.T) {
+			req := &ExecRequest{Command: `printf 'Name? '; read x; echo "got:$x"`, PTY: pty}
+			if !pty {
+				req.Stdin = "pipe"
+			}
+			id := startBackground(t, sc, req)
+			res := awaitInputWait(t, sc, id, "Name? ")
+			assert.Regexp(t, inputWaitLine+`$`, res.Text())
+			mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "Ann\n"})
+			assert.Contains(t, waitExit(t, sc, id).Text(), "got:Ann")
+		})
+	}
+	t.Run("a sleeping command is not", func(t *testing.T) {
+		id := startBackground(t, sc, &ExecRequest{Command: `printf 'Name? '; sleep 60`, Stdin: "pipe"})
+		awaitLog(t, sc, id, "Name? ")
+		mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
+		res := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(1000))})
+		assert.Equal(t, "(no new output)\n\nProcess still running.", res.Text())
+		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	})
+}
