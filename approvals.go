@@ -318,7 +318,9 @@ func (r *Registry) giveBackApprovalNotes(scope string, lines []string) {
 // checks made again now, or could not start; through the Notifier (with a
 // heartbeat) and, with Config.ExitNoticesInResults, the scope's next
 // result. An approval not decided within Config.ApprovalTimeout is denied
-// the same way.
+// the same way. Where background execution is disabled
+// (Config.BackgroundDisabled), Decide runs the command to its end and the
+// message carries its result.
 //
 // Decide returns ErrUnknownApproval for an id that is not pending in this
 // scope, an error for a decision that is not one of the three, ErrClosed
