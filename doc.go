@@ -129,7 +129,7 @@
 //
 // # Results that never reached the model
 //
-// A poll hands out the output it drains once. When its result does not
+// A poll (or wait) hands out the output it drains once. When its result does not
 // reach the model (the MCP request was cancelled, writing the response
 // failed, the agent loop dropped it), the runtime gives it back with
 // [Scope.Undelivered]: the drained output goes back in front of the
