@@ -8,7 +8,7 @@ import (
 )
 
 // delivery is what a result took from the registry that must go back when
-// the result never reaches the model: the output a poll drained, the exit
+// the result never reaches the model: the output a poll or wait drained, the exit
 // it reported, and the exit notices it carried.
 type delivery struct {
 	mu      sync.Mutex // guards the lists: a give-back empties them
@@ -65,7 +65,7 @@ func (res *Result) tookApprovalNotes(scope string, lines []string) {
 // Undelivered tells the registry that res, a result of this scope's Exec,
 // Process or Call, never reached the model: its MCP request was
 // cancelled, writing it failed, or the runtime dropped it. What the
-// result took is given back: output a poll drained comes again from the
+// result took is given back: output a poll or wait drained comes again from the
 // next poll, in front of newer output (within the pending cap; the
 // oldest is dropped, with the usual notice, when it does not fit); an exit
 // the poll reported is reported again (by the next poll, or by an exit
