@@ -3,6 +3,7 @@ package bgexec
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -67,6 +68,7 @@ const (
 	EnvJobTTLMsAlias         = "PI_BASH_JOB_TTL_MS"
 	EnvNotifyOnExit          = "OPENCLAW_EXEC_NOTIFY_ON_EXIT"
 	EnvNotifyOnExitEmpty     = "OPENCLAW_EXEC_NOTIFY_ON_EXIT_EMPTY_SUCCESS"
+	EnvInputWaitIdleMs       = "OPENCLAW_PROCESS_INPUT_WAIT_IDLE_MS"
 )
 
 // Config configures a [Registry]. The zero value means the documented
@@ -223,7 +225,30 @@ type Config struct {
 	// Elevation allows runs outside it. NewRegistry fails when bwrap is
 	// missing or cannot create the sandbox here.
 	Sandbox *Sandbox
+	// InputWaitIdleMs is how long, in milliseconds, a running session must
+	// have printed nothing before poll, log and list say it may be waiting
+	// for input (when its foreground process is blocked reading its stdin
+	// or terminal; see the package documentation's "Waiting for input").
+	// Zero means DefaultInputWaitIdleMs (15000); env
+	// OPENCLAW_PROCESS_INPUT_WAIT_IDLE_MS.
+	InputWaitIdleMs int
+	// ApprovalTimeout is how long a deferred approval (see
+	// [ErrApprovalDeferred]) stays pending before it expires as a denial.
+	// Zero means DefaultApprovalTimeout (10 minutes).
+	ApprovalTimeout time.Duration
+	// ApprovalStore, when set, keeps the rules that allow-always decisions
+	// add, so they last across restarts: NewRegistry loads them, each
+	// allow-always saves one. Nil keeps them in memory only.
+	ApprovalStore ApprovalStore
 }
+
+// Defaults of the input-wait hint and of deferred approvals.
+const (
+	// DefaultInputWaitIdleMs is the default of Config.InputWaitIdleMs.
+	DefaultInputWaitIdleMs = 15000
+	// DefaultApprovalTimeout is the default of Config.ApprovalTimeout.
+	DefaultApprovalTimeout = 10 * time.Minute
+)
 
 // ConfigFromEnv returns the defaults overlaid with the environment
 // variables OPENCLAW_BASH_YIELD_MS, OPENCLAW_BASH_MAX_OUTPUT_CHARS,
@@ -231,7 +256,8 @@ type Config struct {
 // (clamped as documented on [Config]; PI_BASH_YIELD_MS,
 // PI_BASH_MAX_OUTPUT_CHARS and PI_BASH_JOB_TTL_MS are read when the
 // OPENCLAW_BASH_ name is unset or blank), plus OPENCLAW_EXEC_NOTIFY_ON_EXIT and
-// OPENCLAW_EXEC_NOTIFY_ON_EXIT_EMPTY_SUCCESS ("true"/"false"/"1"/"0").
+// OPENCLAW_EXEC_NOTIFY_ON_EXIT_EMPTY_SUCCESS ("true"/"false"/"1"/"0"),
+// and OPENCLAW_PROCESS_INPUT_WAIT_IDLE_MS (positive milliseconds).
 // A value that does not parse is ignored and the default stays. getenv is
 // usually os.Getenv; nil means os.Getenv.
 func ConfigFromEnv(getenv func(string) string) Config {
@@ -256,6 +282,9 @@ func ConfigFromEnv(getenv func(string) string) Config {
 	}
 	if v, err := strconv.ParseBool(strings.TrimSpace(getenv(EnvNotifyOnExitEmpty))); err == nil {
 		c.NotifyOnExitEmptySuccess = v
+	}
+	if v, ok := envInt(getenv, EnvInputWaitIdleMs); ok && v > 0 {
+		c.InputWaitIdleMs = int(min(v, math.MaxInt32))
 	}
 	return c
 }
@@ -320,6 +349,9 @@ type settings struct {
 	sandbox     *sandboxPlan           // nil: commands run on the gateway
 	nodes       map[string]*nodeConfig // validated Nodes; nil without any
 	defaultNode string
+	inputWait   time.Duration // InputWaitIdleMs
+	approvalTTL time.Duration // ApprovalTimeout
+	approvals   ApprovalStore
 }
 
 func resolveConfig(c Config, getenv func(string) string) (settings, error) {
@@ -368,6 +400,15 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 	}
 	s.pendingChars = min(s.pendingChars, s.maxChars)
 	s.notices = c.ExitNoticesInResults
+	s.inputWait = DefaultInputWaitIdleMs * time.Millisecond
+	if c.InputWaitIdleMs > 0 {
+		s.inputWait = time.Duration(c.InputWaitIdleMs) * time.Millisecond
+	}
+	s.approvalTTL = DefaultApprovalTimeout
+	if c.ApprovalTimeout > 0 {
+		s.approvalTTL = c.ApprovalTimeout
+	}
+	s.approvals = c.ApprovalStore
 	if c.MaxCallWaitMs > 0 {
 		s.maxCallWait = time.Duration(c.MaxCallWaitMs) * time.Millisecond
 	}

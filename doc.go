@@ -142,6 +142,25 @@
 // agent: a runtime should not also feed them to the model. Without a
 // Notifier the option works alone.
 //
+// # Results that never reached the model
+//
+// A poll (or wait) hands out the output it drains once. When its result does not
+// reach the model (the MCP request was cancelled, writing the response
+// failed, the agent loop dropped it), the runtime gives it back with
+// [Scope.Undelivered]: the drained output goes back in front of the
+// pending output, so the next poll returns it before anything newer
+// (within the pending cap; when it does not fit, the oldest part is
+// dropped and the poll says so), an exit the poll reported is reported
+// again (by the next poll, or by an exit event and notice as for any end
+// no call reported), and exit notices the result carried come with the
+// next result. A result whose call's context had ended by the time the
+// call returned is given back by Exec, Process and Call themselves: a
+// host that cancelled a request does not show its result. Giving back is
+// committed per result, once; a result of another scope is not given
+// back. An MCP server calls Undelivered when a request is cancelled after
+// its result was computed but before it was written, and when the write
+// fails.
+//
 // # Calls that fit the host
 //
 // Config.MaxCallWaitMs caps how long one call waits: the exec yield
@@ -254,9 +273,40 @@
 //     exit event, unlike a poll or wait that sees the end).
 //   - "(waiting for input?)" follows a poll's output on a running pipe
 //     session whose stdin is open (stdin:"pipe") when its output ends in an
-//     unfinished line and no output arrived for idleMs (500 ms without
-//     idleMs). PTY sessions are not flagged: their prompts are the normal
-//     state of a shell or REPL, and screen shows them.
+//     unfinished line (or it printed nothing yet), no output arrived for
+//     idleMs (500 ms without idleMs), and its process is blocked reading
+//     its stdin (see "Waiting for input" below). PTY sessions get only the
+//     longer rule below.
+//
+// # Waiting for input
+//
+// When a running session has printed nothing for Config.InputWaitIdleMs
+// (default 15000; env OPENCLAW_PROCESS_INPUT_WAIT_IDLE_MS) and its
+// foreground process is blocked reading its stdin or terminal, poll ends
+// with "No new output for Ns; this session may be waiting for input. Use
+// process write, send-keys, submit, or paste to provide input." in place
+// of "Process still running.", log adds the same line, and the list line
+// carries "[input-wait]" before its " :: ". poll and log of a running
+// session carry details stdinWritable, waitingForInput, idleMs and
+// lastOutputAt (Unix epoch milliseconds).
+//
+// The decision comes from what the process does, never from the shape of
+// its output: a line of progress dots is not a prompt, and bash's
+// read -p on a pipe, which prints no prompt, is one. On Linux the
+// foreground process is, for a PTY, every process of the terminal's
+// foreground process group (TIOCGPGRP on the master) and, for a pipe,
+// the session's process tree; it waits for input when
+// /proc/<pid>/syscall shows it blocked in read, readv, pread, poll,
+// select or an epoll wait on the session's stdin pipe or terminal
+// (matched by device and inode, so it works inside the sandbox too).
+// Reading /proc/<pid>/syscall (and /proc/<pid>/mem for the descriptor
+// sets of poll and select) needs ptrace access: a root host has it; an
+// unprivileged host has it for its own children unless Yama's
+// ptrace_scope is 2 or more, or a child changed its credentials
+// (setuid). Where the kernel will not say, no session is reported as
+// waiting. Node (SSH) sessions and other operating systems are never
+// reported as waiting: asking the remote /proc would cost a command per
+// poll.
 //
 // The emulator was chosen by replaying the raw output of vim (insert and
 // :wq), less (page, search), top, htop, python3's REPL and bash -i,
@@ -497,6 +547,31 @@
 // far as its listing says. The boundary against a hostile command is the
 // sandbox host, not the policy; RELIABILITY.md's security model says what
 // each layer protects against.
+//
+// Approvals can wait. An [Approver] that cannot decide now (a human is
+// asked in another window, a framework pauses the run) returns
+// [ErrApprovalDeferred]: exec then returns at once with status
+// "approval-pending", details approvalId, expiresAtMs and
+// allowedDecisions ["allow-once", "allow-always", "deny"], and the text
+// "Approval required (id <approvalId>): <command>. Nothing has run yet;
+// the result will follow once it is decided." [Scope.Decide] later runs
+// the command as a background session, as if the exec had been approved
+// then (every other check is made again), or refuses it. The agent hears
+// the outcome as it hears a background session's end, through the
+// Notifier and, with Config.ExitNoticesInResults, in the scope's next
+// result: "Exec approved (approval <id>): running as session <sessionId>:
+// <command>", then the session's own exit event; or "Exec denied
+// (approval <id>): …" for a denial, an expiry (Config.ApprovalTimeout,
+// default 10 minutes, served by one registry timer), or a start that
+// failed. "allow-always" also adds an allowlist rule for each command of
+// the line that was not allowlisted (its words, e.g. "git status
+// --short"), kept by the registry and, through Config.ApprovalStore,
+// across restarts. Pending approvals belong to their scope: another
+// scope's id is unknown ([ErrUnknownApproval]). Close drops pending
+// approvals without events. [Scope.Check] tells beforehand, without
+// running anything or calling the approver, whether a call would run, be
+// refused (and why) or need approval, for adapters that pause a run
+// before the tool call.
 //
 // # The sandbox host
 //

@@ -2,6 +2,7 @@ package bgexec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -94,7 +95,12 @@ type ExecRequest struct {
 // notices not yet shown (see the package documentation); Process and Call
 // do the same.
 func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err error) {
-	defer func() { res = sc.withNotices(res) }()
+	defer func() { res = sc.withNotices(res); sc.giveBackIfCancelled(ctx, res) }()
+	return sc.exec(ctx, req)
+}
+
+// exec is Exec without the scope's notices (also run by Decide).
+func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err error) {
 	if err := sc.begin(ctx, "exec", req == nil); err != nil {
 		return nil, err
 	}
@@ -155,7 +161,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 			return execFailure(fmt.Sprintf("Node %q given, but commands run on the %s here; node needs host=node (tools.exec.host).", n, st.host)), nil
 		}
 		var msg string
-		if cwd, warn, msg = resolveWorkdir(req.Workdir, st.workdir); msg != "" {
+		if cwd, warn, msg = sc.localWorkdir(req); msg != "" {
 			return execFailure(msg), nil
 		}
 	}
@@ -163,6 +169,10 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		warnings = append(warnings, warn)
 	}
 	if refusal, err := sc.checkPolicy(ctx, req, cwd); err != nil || refusal != "" {
+		if errors.Is(err, ErrApprovalDeferred) {
+			_, areq := sc.policyGate(req, cwd)
+			return sc.deferExec(req, areq), nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -580,6 +590,18 @@ func resolveWorkdir(req, def string) (cwd, warning, failureText string) {
 		return "", "", workdirFailure(wd)
 	}
 	return abs, "", ""
+}
+
+// localWorkdir resolves the workdir of a call that runs on this machine
+// and, for a sandboxed call, checks that it lies in a path the sandbox
+// exposes, so a workdir the sandbox would refuse is refused before any
+// approver is asked. The sandbox checks it again when it binds it.
+func (sc *Scope) localWorkdir(req *ExecRequest) (cwd, warning, failureText string) {
+	cwd, warning, failureText = resolveWorkdir(req.Workdir, sc.reg.cfg.workdir)
+	if p := sc.reg.cfg.sandbox; failureText == "" && p != nil && !req.Elevated {
+		_, _, failureText = p.placeWorkdir(cwd)
+	}
+	return cwd, warning, failureText
 }
 
 func workdirFailure(wd string) string {

@@ -12,7 +12,7 @@ import (
 
 // sendKeys is the send-keys action: literal bytes, then hex bytes, then key
 // tokens, written at once.
-func (sc *Scope) sendKeys(_ context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
+func (sc *Scope) sendKeys(ctx context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
@@ -27,7 +27,7 @@ func (sc *Scope) sendKeys(_ context.Context, s *session.Session, req *ProcessReq
 	if len(data) == 0 {
 		return failure(withWarningList("No key data provided.", warnings)), nil
 	}
-	n, r := deliver(s, data)
+	n, r := deliver(ctx, s, data)
 	if r != nil {
 		return r, nil
 	}

@@ -48,7 +48,7 @@ func (r *Registry) dropNoticeLocked(s *session.Session) {
 // reported meanwhile yields none: the choice between the two is the
 // session's, made under its lock. The notice of the session named keep
 // stays for the result after this one.
-func (r *Registry) takeNotices(scope, keep string) []string {
+func (r *Registry) takeNotices(scope, keep string) ([]string, []*session.Session) {
 	r.mu.Lock()
 	list := r.notices[scope]
 	delete(r.notices, scope)
@@ -58,12 +58,14 @@ func (r *Registry) takeNotices(scope, keep string) []string {
 	}
 	r.mu.Unlock()
 	var lines []string
+	var from []*session.Session
 	for _, s := range list {
 		if sn, ok := s.ClaimNotice(); ok {
 			lines = append(lines, NoticePrefix+exitEventText(s.ID(), &sn.Exit, sn.Tail))
+			from = append(from, s)
 		}
 	}
-	return lines
+	return lines, from
 }
 
 // withNotices puts the scope's due exit notices before res's text, one
@@ -80,10 +82,14 @@ func (sc *Scope) withNotices(res *Result) *Result {
 	if res.Details.Status == StatusRunning {
 		keep = res.Details.SessionID
 	}
-	lines := sc.reg.takeNotices(sc.key, keep)
+	lines, from := sc.reg.takeNotices(sc.key, keep)
+	approvals := sc.reg.takeApprovalNotes(sc.key)
+	lines = append(lines, approvals...)
 	if len(lines) == 0 {
 		return res
 	}
+	res.tookNotices(from)
+	res.tookApprovalNotes(sc.key, approvals)
 	head := strings.Join(lines, "\n") + "\n\n"
 	if len(res.Content) == 0 {
 		res.Content = []Content{{Type: "text", Text: strings.TrimSuffix(head, "\n\n")}}

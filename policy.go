@@ -163,8 +163,38 @@ func runtimeName(host string) string {
 
 // checkPolicy applies the host, elevation, security and approval rules to
 // one call. It returns a model-facing refusal text, or "" when the command
-// may run.
+// may run. An approver that defers gives an error wrapping
+// ErrApprovalDeferred. A call that runs a decided approval (see
+// [Scope.Decide]) is not asked about again.
 func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) (string, error) {
+	refusal, areq := sc.policyGate(req, cwd)
+	if refusal != "" || areq == nil || isDecided(ctx) {
+		return refusal, nil
+	}
+	st := &sc.reg.cfg
+	if st.approver == nil {
+		return noApprover, nil
+	}
+	ok, reason, err := st.approver.Approve(ctx, areq)
+	if err != nil {
+		return "", fmt.Errorf("bgexec: approval: %w", err)
+	}
+	if !ok {
+		if reason == "" {
+			reason = "not approved"
+		}
+		return "exec denied: " + reason + ".", nil
+	}
+	return "", nil
+}
+
+// noApprover refuses a call that needs approval when no approver is set.
+const noApprover = "exec denied: approval required but no approver is configured."
+
+// policyGate applies the host, elevation and security rules, without
+// asking anyone: it returns a refusal text, or the request for an
+// approver when the call needs approval, or neither when it may run.
+func (sc *Scope) policyGate(req *ExecRequest, cwd string) (string, *ApprovalRequest) {
 	st := &sc.reg.cfg
 	// A host equal to the configured one, or to what auto resolves to, runs.
 	if h := strings.ToLower(strings.TrimSpace(req.Host)); h != "" && h != st.hostSetting && (st.hostSetting != "auto" || h != st.host) {
@@ -199,7 +229,7 @@ func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) 
 	if sec == securityFull && ask != askAlways {
 		return "", nil
 	}
-	verdict, err := sc.reg.allow.Check(req.Command)
+	verdict, err := sc.reg.checker().Check(req.Command)
 	if err != nil {
 		return fmt.Sprintf("exec denied: the command does not parse as shell (%v). Fix the syntax and retry.", err), nil
 	}
@@ -210,9 +240,6 @@ func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) 
 	if ask == askOff || ask == askOnMiss && listed {
 		return "", nil
 	}
-	if st.approver == nil {
-		return "exec denied: approval required but no approver is configured.", nil
-	}
 	areq := &ApprovalRequest{
 		ScopeKey: sc.key, Command: req.Command, Workdir: cwd,
 		Security: securityNames[sec], Ask: askNames[ask],
@@ -221,15 +248,5 @@ func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) 
 	for _, c := range verdict.Commands {
 		areq.Commands = append(areq.Commands, ApprovalCommand{Args: c.Args, Allowlisted: c.Allowlisted, Reason: c.Reason})
 	}
-	ok, reason, err := st.approver.Approve(ctx, areq)
-	if err != nil {
-		return "", fmt.Errorf("bgexec: approval: %w", err)
-	}
-	if !ok {
-		if reason == "" {
-			reason = "not approved"
-		}
-		return "exec denied: " + reason + ".", nil
-	}
-	return "", nil
+	return "", areq
 }

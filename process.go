@@ -129,6 +129,7 @@ func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (res *Result,
 			res.Details.Error = res.Text()
 		}
 		res = sc.withNotices(res)
+		sc.giveBackIfCancelled(ctx, res)
 	}()
 	if err := sc.begin(ctx, "process", req == nil); err != nil {
 		return nil, err
@@ -201,8 +202,11 @@ func (sc *Scope) list() *Result {
 			Tail: sn.Tail, Truncated: sn.Truncated, Title: s.Title(),
 		}
 		marks := ""
-		if sn.Ended && sn.Exit.Reason == session.ReasonTimeout {
+		switch {
+		case sn.Ended && sn.Exit.Reason == session.ReasonTimeout:
 			marks = " [timed out]"
+		case !sn.Ended && sc.inputStateOf(s).waiting:
+			marks = listMarker
 		}
 		line := fmt.Sprintf("%s %-9s %s%s :: %s", s.ID(), sn.Status, compactDuration(sn.Runtime), marks, s.Name())
 		if !sn.Ended {
@@ -282,20 +286,27 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	} else {
 		d.RetryInMs = ptr(retryAfter(dr.EmptyPolls, dr.AfterOutput))
 		d.Resources = sessionResources(s)
+		in := sc.inputStateOf(s)
+		in.details(&d)
+		if in.waiting {
+			end = in.line()
+		}
 	}
 	body := strings.TrimRight(dr.Text, "\n")
 	if body == "" {
 		body = "(no new output)"
 	}
 	body = withLossNotice(body, dr.Loss)
-	if waitingForInput(s, &dr, idle) {
+	if d.WaitingForInput != nil && !*d.WaitingForInput && waitingForInput(s, &dr, idle) {
 		body += "\n" + waitingForInputNote
 	}
 	text := body + "\n\n" + end
 	if capped && !sn.Ended && dr.Text == "" {
 		text += "\n" + sc.reg.cfg.cappedNote("timeout", asked, "poll again to keep waiting.")
 	}
-	return textResult(s.WithHint(text), d), nil
+	res := textResult(s.WithHint(text), d)
+	res.tookDrain(s, &dr)
+	return res, nil
 }
 
 // retryAfter is the suggested poll delay after n consecutive empty polls:
@@ -355,6 +366,13 @@ func (sc *Scope) log(_ context.Context, s *session.Session, req *ProcessRequest)
 		// only the log: a timeout's side effects, a kill's request.
 		text += "\n\n" + endLine(&sn.Exit)
 	}
+	if !sn.Ended {
+		in := sc.inputStateOf(s)
+		in.details(&d)
+		if in.waiting {
+			text += "\n\n" + in.line()
+		}
+	}
 	return textResult(text, d), nil
 }
 
@@ -377,28 +395,41 @@ func inputCheck(s *session.Session) *Result {
 	return nil
 }
 
-// deliver writes p within the write bound; short writes become a failure
-// that says how much arrived.
-func deliver(s *session.Session, p []byte) (int, *Result) {
-	n, err := s.Write(p, WriteBound)
+// deliver writes p within the write bound (and ctx's deadline); short
+// writes become a failure that says how much arrived. A call whose ctx
+// ends while another write holds the input writes nothing and says so.
+func deliver(ctx context.Context, s *session.Session, p []byte) (int, *Result) {
+	bound := WriteBound
+	if dl, ok := ctx.Deadline(); ok {
+		bound = max(min(bound, time.Until(dl)), time.Millisecond)
+	}
+	n, err := s.Write(ctx, p, bound)
 	switch {
 	case err == nil:
 		return n, nil
 	case errors.Is(err, session.ErrStdinClosed):
 		return n, failure("Session " + s.ID() + " stdin is not writable.")
+	case errors.Is(err, session.ErrInputBusy):
+		return 0, inputBusy(s)
 	default:
-		r := textResult(fmt.Sprintf("Wrote %d of %d bytes to session %s; the rest was not taken within %s (%v). The command may not be reading its input.", n, len(p), s.ID(), WriteBound, err),
+		r := textResult(fmt.Sprintf("Wrote %d of %d bytes to session %s; the rest was not taken within %s (%v). The command may not be reading its input.", n, len(p), s.ID(), bound.Round(time.Millisecond), err),
 			Details{Status: StatusFailed, SessionID: s.ID()})
 		r.IsError = true
 		return n, r
 	}
 }
 
-func (sc *Scope) write(_ context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
+// inputBusy is the failure of an input call that gave up waiting behind
+// another write when its context ended.
+func inputBusy(s *session.Session) *Result {
+	return failure("Nothing was written to session " + s.ID() + ": another write to it was still in progress when this call's deadline came. Retry once it has finished.")
+}
+
+func (sc *Scope) write(ctx context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
-	n, r := deliver(s, []byte(req.Data))
+	n, r := deliver(ctx, s, []byte(req.Data))
 	if r != nil {
 		return r, nil
 	}
@@ -412,7 +443,13 @@ func (sc *Scope) write(_ context.Context, s *session.Session, req *ProcessReques
 	closed := ""
 	if req.EOF {
 		unfinished := req.Data != "" && !strings.HasSuffix(req.Data, "\n") && !strings.HasSuffix(req.Data, "\r")
-		if err := s.CloseInput(unfinished); err != nil {
+		if err := s.CloseInput(ctx, unfinished); err != nil {
+			if errors.Is(err, session.ErrInputBusy) {
+				if req.Data == "" {
+					return inputBusy(s), nil
+				}
+				return failure(fmt.Sprintf("Wrote %d bytes to session %s, but stdin was not closed: another write to it was still in progress when this call's deadline came. Retry the eof once it has finished.", n, s.ID())), nil
+			}
 			return failure("Session " + s.ID() + " stdin is not writable."), nil
 		}
 		closed = " (stdin closed)"
@@ -421,17 +458,17 @@ func (sc *Scope) write(_ context.Context, s *session.Session, req *ProcessReques
 	return textResult(text, Details{Status: StatusRunning, SessionID: s.ID()}), nil
 }
 
-func (sc *Scope) submit(_ context.Context, s *session.Session, _ *ProcessRequest) (*Result, error) {
+func (sc *Scope) submit(ctx context.Context, s *session.Session, _ *ProcessRequest) (*Result, error) {
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
-	if _, r := deliver(s, []byte("\r")); r != nil {
+	if _, r := deliver(ctx, s, []byte("\r")); r != nil {
 		return r, nil
 	}
 	return textResult(fmt.Sprintf("Submitted session %s (sent CR).", s.ID()), Details{Status: StatusRunning, SessionID: s.ID()}), nil
 }
 
-func (sc *Scope) paste(_ context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
+func (sc *Scope) paste(ctx context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
 	// Only an empty payload is refused: a bracketed paste of "" still sends
 	// the two markers, as the reference does.
 	data := req.Text
@@ -444,7 +481,7 @@ func (sc *Scope) paste(_ context.Context, s *session.Session, req *ProcessReques
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
-	if _, r := deliver(s, []byte(data)); r != nil {
+	if _, r := deliver(ctx, s, []byte(data)); r != nil {
 		return r, nil
 	}
 	return textResult(fmt.Sprintf("Pasted %d chars to session %s.", utf8.RuneCountInString(req.Text), s.ID()), Details{Status: StatusRunning, SessionID: s.ID()}), nil

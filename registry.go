@@ -68,6 +68,8 @@ type Registry struct {
 	// scope's next tool result may carry, in the order they ended
 	// (Config.ExitNoticesInResults).
 	notices map[string][]*session.Session
+
+	approvals approvalBook // deferred approvals and allow-always rules
 }
 
 // NewRegistry returns a registry configured by cfg (zero Config = the
@@ -76,6 +78,10 @@ type Registry struct {
 // Close to end them.
 func NewRegistry(cfg Config) (*Registry, error) {
 	st, err := resolveConfig(cfg, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := loadApprovalRules(&st)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +140,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		limits:    lim,
 	}
 	r.spawn = r.spawnContained
+	r.approvals.rules = rules
 	lim.kick = func() { kick(r.sweepKick) }
 	if len(st.nodes) > 0 {
 		r.nodes = newNodePool(st.nodes, st.defaultNode, os.Getenv, &r.goroutines)
@@ -197,6 +204,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	r.mu.Unlock()
+	r.closeApprovals()
 	// Exec calls admitted before the flag finish spawning and register.
 	r.spawns.Wait()
 	r.mu.Lock()

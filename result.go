@@ -25,6 +25,10 @@ type Result struct {
 	Details Details `json:"details"`
 	// IsError reports that the call failed, as MCP's CallToolResult.isError.
 	IsError bool `json:"isError,omitzero"`
+
+	// delivery is what the result took (drained output, exit reports and
+	// notices), given back by [Scope.Undelivered].
+	delivery *delivery
 }
 
 // Content is one content item of a Result. Type is always "text".
@@ -53,7 +57,8 @@ func (r *Result) Text() string {
 // tool does. Details decoded back from JSON lose that mark and encode like
 // any other details.
 type Details struct {
-	// Status is running, completed or failed.
+	// Status is running, completed or failed; "approval-pending" for an
+	// exec waiting for a deferred approval ([StatusApprovalPending]).
 	Status Status `json:"status"`
 	// SessionID names the session (backgrounded exec results, process actions).
 	SessionID string `json:"sessionId,omitzero"`
@@ -114,6 +119,30 @@ type Details struct {
 	Condition string `json:"condition,omitzero"`
 	// Resources is what a running session uses now (poll).
 	Resources *Resources `json:"resources,omitzero"`
+
+	// StdinWritable reports whether the session takes input now (poll
+	// and log of a running session).
+	StdinWritable *bool `json:"stdinWritable,omitzero"`
+	// WaitingForInput reports that the session printed nothing for
+	// Config.InputWaitIdleMs and its foreground process is blocked reading
+	// its stdin or terminal (poll and log of a running session).
+	WaitingForInput *bool `json:"waitingForInput,omitzero"`
+	// IdleMs is how long the session has printed nothing, in milliseconds
+	// (poll and log of a running session).
+	IdleMs *int64 `json:"idleMs,omitzero"`
+	// LastOutputAt is when the session last printed, in Unix epoch
+	// milliseconds; its start before any output (poll and log of a running
+	// session).
+	LastOutputAt *int64 `json:"lastOutputAt,omitzero"`
+	// ApprovalID names a pending approval (exec with status
+	// "approval-pending"); pass it to [Scope.Decide].
+	ApprovalID string `json:"approvalId,omitzero"`
+	// ExpiresAtMs is when the pending approval expires as a denial, in
+	// Unix epoch milliseconds.
+	ExpiresAtMs int64 `json:"expiresAtMs,omitzero"`
+	// AllowedDecisions lists the decisions a pending approval takes:
+	// "allow-once", "allow-always", "deny".
+	AllowedDecisions []string `json:"allowedDecisions,omitzero"`
 
 	// Cols and Rows are the terminal's size (screen).
 	Cols int `json:"cols,omitzero"`

@@ -66,7 +66,9 @@ A command that finishes within the yield window (yieldMs, default 10000 ms) retu
 
 For long work such as builds, test suites or dev servers: start it once (background: true, or a short yieldMs) and continue with something else. When a background command ends you receive a system message with its exit status and last output, unless it succeeded without printing anything. To block until a specific event, call process wait once (an output line matching a pattern, a TCP port accepting connections, or the exit). Do not start the same command again to check on it, and do not poll or sleep in a loop.
 
-The command is killed after timeoutSeconds (default 1800; 0 or less means no limit), in the foreground and in the background. Set pty: true for programs that need a terminal (interactive prompts, REPLs, full-screen tools) and drive them with process send-keys, submit and paste; read full-screen programs with process screen. For servers use background: true and then process wait for their port or ready line: a server started with & in a foreground command is kept as a running session too, but background: true says so from the start. Set stdin: "pipe" to feed a plain command input with process write.`
+The command is killed after timeoutSeconds (default 1800; 0 or less means no limit), in the foreground and in the background. Set pty: true for programs that need a terminal (interactive prompts, REPLs, full-screen tools) and drive them with process send-keys, submit and paste; read full-screen programs with process screen. For servers use background: true and then process wait for their port or ready line: a server started with & in a foreground command is kept as a running session too, but background: true says so from the start. Set stdin: "pipe" to feed a plain command input with process write.
+
+A call that needs approval may return status "approval-pending" with an approvalId: nothing has run yet. Do not retry it; its result arrives later as a system message (approved and running as a session, or denied).`
 
 const processDescription = `Inspect and control the background sessions started by exec. You see only the sessions you started; nothing survives a restart, and finished sessions are forgotten after a while (30 minutes by default).
 
@@ -90,6 +92,7 @@ Patterns that work:
 - Full-screen programs (vim, less, top, htop, any TUI): start with pty: true and read them with screen, not poll or log, which show the raw stream. Wait for the first screen before typing (screen with idleMs: 500), then after each key press read screen with idleMs again.
 - REPLs and shells under pty (python3, node, bash -i): paste multi-line code (bracketed paste), then submit to run it: a paste alone does not press Enter. Then poll with idleMs (e.g. 300) and a timeout to read the whole answer.
 - A plain command asking a question on a pipe (stdin: "pipe"): when poll shows "(waiting for input?)" after an unfinished line, answer with write (data ending in "\n").
+- A session whose process is blocked reading its input after a quiet spell: poll says "No new output for Ns; this session may be waiting for input" (details.waitingForInput, idleMs, lastOutputAt, stdinWritable) and list marks it [input-wait]; provide input with write, send-keys, submit or paste.
 
 Polling is for checking on demand, not for scheduling: after starting work, rely on the completion message or one wait call instead of repeated polls.`
 

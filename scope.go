@@ -44,6 +44,7 @@ func (sc *Scope) Call(ctx context.Context, tool string, args json.RawMessage) (r
 		if len(unknown) > 0 {
 			withFirstLine(res, unknownParamsWarning(unknown))
 		}
+		sc.giveBackIfCancelled(ctx, res)
 	}()
 	args, unknown, dupText := prepareArgs(tool, args)
 	if dupText != "" {

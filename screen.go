@@ -39,16 +39,19 @@ func idleArg(n *float64) (time.Duration, *Result) {
 
 // waitingForInput reports whether a poll should say the program may be
 // waiting for input: a running pipe session whose stdin is open, whose
-// output ends in an unfinished line, quiet for idle (or
-// DefaultPromptIdleMs) since.
+// output ends in an unfinished line (or which printed nothing: bash's
+// read -p shows its prompt only on a terminal), quiet for idle (or
+// DefaultPromptIdleMs) since, and whose process is blocked reading its
+// stdin. The output's shape alone never decides: a line of progress dots
+// is not a prompt.
 func waitingForInput(s *session.Session, dr *session.Drained, idle time.Duration) bool {
-	if s.PTY() || dr.Snap.Ended || !dr.PartialLine {
+	if s.PTY() || dr.Snap.Ended || !(dr.PartialLine || dr.Snap.TotalChars == 0) {
 		return false
 	}
 	if idle <= 0 {
 		idle = DefaultPromptIdleMs * time.Millisecond
 	}
-	return dr.Quiet >= idle && s.Writable()
+	return dr.Quiet >= idle && s.Writable() && s.ReadingInput() == session.ReadingYes
 }
 
 // screen answers the screen action: the terminal's current screen as text.

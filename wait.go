@@ -99,7 +99,9 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	if body == "" {
 		body = "(no new output)"
 	}
-	return textResult(head+"\n\n"+withLossNotice(body, w.Loss)+"\n\n"+end, d), nil
+	res := textResult(head+"\n\n"+withLossNotice(body, w.Loss)+"\n\n"+end, d)
+	res.tookDrain(s, &w.Drained) // given back if it never reaches the model
+	return res, nil
 }
 
 // portOpen reports whether something accepts TCP connections on the port

@@ -80,6 +80,29 @@ func (q *pendingBuf) append(s streamID, p []byte, n int, at int64) {
 		q.chunks = append(q.chunks, c)
 	}
 	q.runes[s] += n
+	q.trim(s)
+}
+
+// unshift puts text of n code points back in front of everything pending,
+// as output of stream 0 that started at position at: a drain that never
+// reached the agent. The stream's cap still holds: what does not fit is
+// dropped from the oldest end, and reported as lost like any other drop.
+func (q *pendingBuf) unshift(p []byte, n int, at int64, lost bool) {
+	if lost {
+		q.lose(at)
+	}
+	if n == 0 {
+		return
+	}
+	mem := append(make([]byte, 0, max(len(p), 512)), p...)
+	c := pendingChunk{stream: 0, text: mem, runes: n, start: at, mem: mem[:cap(mem)]}
+	q.chunks = append([]pendingChunk{c}, q.chunks...)
+	q.runes[0] += n
+	q.trim(0)
+}
+
+// trim drops the oldest text of stream s past the cap.
+func (q *pendingBuf) trim(s streamID) {
 	for over := q.runes[s] - q.limit; over > 0; {
 		i := 0
 		for q.chunks[i].stream != s {

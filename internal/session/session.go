@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bgexec/bgexec/internal/keys"
 	"github.com/bgexec/bgexec/internal/termtext"
@@ -162,8 +163,11 @@ type Session struct {
 	// its own lock.
 	term *terminal
 
-	stdinMu  sync.Mutex // serialises writes and the close of stdin
-	stdin    io.Writer  // nil when not writable
+	// stdinSem serialises writes and the close of stdin: a channel of one
+	// slot rather than a mutex, so a write waiting behind another one can
+	// give up when its call's context ends.
+	stdinSem chan struct{}
+	stdin    io.Writer // nil when not writable; guarded by stdinSem
 	stdinEOF bool
 
 	mu           sync.Mutex // guards everything below
@@ -203,6 +207,7 @@ func New(o Options) *Session {
 		opts:         o,
 		done:         make(chan struct{}),
 		stdin:        o.Stdin,
+		stdinSem:     make(chan struct{}, 1),
 		out:          newOutput(o.MaxChars, o.PendingChars),
 		backgrounded: o.Background,
 		changed:      make(chan struct{}),
@@ -387,10 +392,10 @@ type ReplyWriter interface {
 // write holds the terminal, the reply is dropped rather than stalling
 // output capture.
 func (s *Session) answer(reply []byte) {
-	if !s.stdinMu.TryLock() {
+	if !s.tryLockInput() {
 		return
 	}
-	defer s.stdinMu.Unlock()
+	defer s.unlockInput()
 	if s.stdinEOF {
 		return
 	}
@@ -427,7 +432,7 @@ func (s *Session) run(readers *readerCount) {
 		s.term.close() // nothing feeds it any more
 	}
 
-	s.stdinMu.Lock()
+	s.lockInputNow()
 	for _, r := range s.opts.Outputs {
 		if c, ok := r.(io.Closer); ok {
 			_ = c.Close() // read side: nothing to flush
@@ -437,7 +442,7 @@ func (s *Session) run(readers *readerCount) {
 		_ = c.Close() // the child is gone: nobody reads it
 	}
 	s.stdin = nil
-	s.stdinMu.Unlock()
+	s.unlockInput()
 	oom := limitHit(p) // before Release removes the counters
 	leftover := p.Release()
 
@@ -668,6 +673,10 @@ type Drained struct {
 	// PartialLine reports that the output ends in an unfinished line (a
 	// prompt, perhaps).
 	PartialLine bool
+
+	at       int64 // the position of Text's first code point
+	runes    int   // Text's length in code points
+	reported bool  // this call took over the report of the end
 }
 
 // waitChange blocks until cond holds (checked under the lock), the session
@@ -726,15 +735,55 @@ func (s *Session) PollIdle(ctx context.Context, d, idle time.Duration) Drained {
 	s.mu.Unlock()
 	if dr.Snap.Ended {
 		dr.Retract = s.takeReport(ctx)
+		dr.reported = true
 	}
 	return dr
 }
 
+// Undrain undoes a poll whose result never reached the agent: its text
+// goes back in front of the pending output (within the pending cap; what
+// does not fit is dropped oldest first and reported as lost), and an end
+// that poll reported is due again, as if no call had reported it. It
+// reports true when an exit event (or notice) is now due, which the caller
+// hands to the notifier. Calling it twice for one Drained puts the text
+// back twice: the caller undoes each result once.
+func (s *Session) Undrain(dr *Drained) (eventDue bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out.pending.unshift([]byte(dr.Text), dr.runes, dr.at, dr.Loss != LostNothing)
+	if dr.reported && s.report == reportByCall && s.waiters == 0 {
+		if s.backgrounded && !s.agentKill && s.notifiableLocked() {
+			s.report, s.noticeShown = reportDue, false
+			eventDue = true
+		}
+	}
+	s.broadcastLocked()
+	return eventDue
+}
+
+// UnclaimNotice undoes ClaimNotice for a result that never reached the
+// agent: the notice is due for the next result again. It reports whether
+// it was shown.
+func (s *Session) UnclaimNotice() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.noticeShown
+	switch s.report {
+	case reportDue, reportSending, reportSent:
+		s.noticeShown = false
+	default:
+		return false
+	}
+	return was
+}
+
 func (s *Session) drainLocked() Drained {
 	text, loss := s.out.drain()
+	n := utf8.RuneCountInString(text)
 	return Drained{
 		Text: text, Loss: loss, Snap: s.snapshotLocked(), Aggregated: s.out.agg.String(),
 		Quiet: s.quietLocked(), PartialLine: s.partialLineLocked(),
+		at: max(s.out.totalChars-int64(n), 0), runes: n,
 	}
 }
 
@@ -845,20 +894,72 @@ type errStdinClosed struct{}
 
 func (errStdinClosed) Error() string { return "stdin is not writable" }
 
-// Writable reports whether the session takes input now.
+// ErrInputBusy reports input that was not written because another write
+// to the same session was still in progress when the caller's context
+// ended. Nothing of it was written.
+var ErrInputBusy = errors.New("another write to the session is in progress")
+
+// lockInput takes the stdin slot, giving up with ErrInputBusy when ctx
+// ends first.
+func (s *Session) lockInput(ctx context.Context) error {
+	select {
+	case s.stdinSem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case s.stdinSem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ErrInputBusy
+	}
+}
+
+// lockInputNow takes the stdin slot, waiting as long as it takes: the
+// owner's teardown, which every write's bound keeps short.
+func (s *Session) lockInputNow() { s.stdinSem <- struct{}{} }
+
+func (s *Session) tryLockInput() bool {
+	select {
+	case s.stdinSem <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Session) unlockInput() { <-s.stdinSem }
+
+// Writable reports whether the session takes input now. It does not wait
+// for a write in progress: the answer is the state as of the last write.
 func (s *Session) Writable() bool {
-	s.stdinMu.Lock()
-	defer s.stdinMu.Unlock()
+	s.mu.Lock()
+	ended := s.ended
+	s.mu.Unlock()
+	if ended {
+		return false
+	}
+	if !s.tryLockInput() {
+		return true // a write holds it: the input was open when it began
+	}
+	defer s.unlockInput()
 	return s.stdin != nil && !s.stdinEOF
 }
 
 // Write writes p to the child's stdin (or PTY), waiting at most bound for
-// the child to take it (0 = no bound). It reports what was delivered.
-func (s *Session) Write(p []byte, bound time.Duration) (int, error) {
-	s.stdinMu.Lock()
-	defer s.stdinMu.Unlock()
+// the child to take it (0 = no bound), and never past ctx's deadline. It
+// reports what was delivered. When another write holds the input until
+// ctx ends, it writes nothing and returns ErrInputBusy.
+func (s *Session) Write(ctx context.Context, p []byte, bound time.Duration) (int, error) {
+	if err := s.lockInput(ctx); err != nil {
+		return 0, err
+	}
+	defer s.unlockInput()
 	if s.stdin == nil || s.stdinEOF {
 		return 0, ErrStdinClosed
+	}
+	if dl, ok := ctx.Deadline(); ok && (bound <= 0 || time.Until(dl) < bound) {
+		bound = max(time.Until(dl), time.Millisecond)
 	}
 	if f, ok := s.stdin.(interface{ SetWriteDeadline(time.Time) error }); ok && bound > 0 {
 		_ = f.SetWriteDeadline(time.Now().Add(bound)) // pipes and PTYs support deadlines
@@ -870,17 +971,21 @@ func (s *Session) Write(p []byte, bound time.Duration) (int, error) {
 // CloseInput ends the child's input: EOT on a PTY, close on a pipe. On a
 // PTY in canonical mode an EOT after an unfinished line only hands that
 // line to the reader, so then a second EOT follows to signal end of file.
-func (s *Session) CloseInput(unfinishedLine bool) error {
+// Like Write it gives up with ErrInputBusy when another write holds the
+// input until ctx ends.
+func (s *Session) CloseInput(ctx context.Context, unfinishedLine bool) error {
 	if s.opts.PTY {
 		eot := []byte{0x04}
 		if unfinishedLine {
 			eot = append(eot, 0x04)
 		}
-		_, err := s.Write(eot, time.Second)
+		_, err := s.Write(ctx, eot, time.Second)
 		return err
 	}
-	s.stdinMu.Lock()
-	defer s.stdinMu.Unlock()
+	if err := s.lockInput(ctx); err != nil {
+		return err
+	}
+	defer s.unlockInput()
 	if s.stdin == nil || s.stdinEOF {
 		return ErrStdinClosed
 	}
@@ -898,8 +1003,8 @@ func (s *Session) WithTerminal(f func(master *os.File) error) (bool, error) {
 	if !s.opts.PTY {
 		return false, nil
 	}
-	s.stdinMu.Lock()
-	defer s.stdinMu.Unlock()
+	s.lockInputNow()
+	defer s.unlockInput()
 	master, ok := s.stdin.(*os.File)
 	if !ok {
 		return false, nil

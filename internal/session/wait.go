@@ -164,6 +164,7 @@ func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
 	s.mu.Unlock()
 	if w.Snap.Ended {
 		w.Retract = s.takeReport(ctx)
+		w.reported = true
 	}
 	return w
 }

@@ -1,0 +1,90 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// pipeQueued reports how many bytes wait unread in the pipe that is fd 0
+// of pid, through a read end of its own opened via /proc (it reads
+// nothing: FIONREAD only counts).
+func pipeQueued(t *testing.T, pid int) int {
+	t.Helper()
+	f, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/fd/0", os.O_RDONLY|unix.O_NONBLOCK, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
+	require.NoError(t, err)
+	return n
+}
+
+// TestInputWaitsAtMostItsDeadline attacks the input lock: a write that
+// queues behind another write (one blocked on a child that never reads)
+// must return when its own call's context ends, saying nothing was
+// written, instead of waiting out the other write and then its own bound.
+func TestInputWaitsAtMostItsDeadline(t *testing.T) {
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+	cases := []struct {
+		name string
+		req  ProcessRequest
+	}{
+		{"a write", ProcessRequest{Action: "write", Data: "x"}},
+		{"a send-keys", ProcessRequest{Action: "send-keys", Keys: []string{"Enter"}}},
+		{"a submit", ProcessRequest{Action: "submit"}},
+		{"a paste", ProcessRequest{Action: "paste", Text: "x"}},
+		{"a write with eof", ProcessRequest{Action: "write", Data: "x", EOF: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+" behind a blocked write returns at its deadline", func(t *testing.T) {
+			res := mustExec(t, sc, &ExecRequest{Command: helper("no-read"), Stdin: "pipe", Background: true})
+			id, pid := res.Details.SessionID, res.Details.Pid
+			waitFor(t, sc, id, "^ready$")
+			first := make(chan *Result, 1)
+			go func() {
+				r, _ := sc.Process(context.Background(), &ProcessRequest{Action: "write", SessionID: id, Data: strings.Repeat("y", 1<<20)})
+				first <- r
+			}()
+			// The first write holds the input once its bytes reach the pipe.
+			require.Eventually(t, func() bool { return pipeQueued(t, pid) > 0 }, 10*time.Second, 5*time.Millisecond)
+			select {
+			case r := <-first:
+				require.FailNow(t, "the first write ended before the second began", r.Text())
+			default:
+			}
+
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			req := tc.req
+			req.SessionID = id
+			start := time.Now()
+			r, err := sc.Process(ctx, &req)
+			elapsed := time.Since(start)
+			require.NoError(t, err)
+			// The first write holds the input for WriteBound (5 s); the
+			// second must not wait for it.
+			assert.Less(t, elapsed, WriteBound/2, "the queued call waited out the other write")
+			assert.Equal(t, StatusFailed, r.Details.Status)
+			assert.True(t, r.IsError)
+			assert.Equal(t, "Nothing was written to session "+id+": another write to it was still in progress when this call's deadline came. Retry once it has finished.", r.Text())
+
+			select {
+			case r := <-first:
+				assert.Regexp(t, `^Wrote \d+ of 1048576 bytes to session `+id, r.Text())
+			case <-time.After(WriteBound + 10*time.Second):
+				require.FailNow(t, "the first write never returned")
+			}
+			mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+		})
+	}
+}

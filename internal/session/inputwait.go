@@ -1,0 +1,26 @@
+package session
+
+import "time"
+
+// Reading is what a session's foreground processes are doing with its
+// input, as far as the operating system tells.
+type Reading uint8
+
+// Answers of [Session.ReadingInput].
+const (
+	// ReadingUnknown: the kernel would not say (another OS, no access to
+	// /proc/<pid>/syscall, a node session), or the session has no input.
+	ReadingUnknown Reading = iota
+	// ReadingNo: no foreground process is blocked reading the input.
+	ReadingNo
+	// ReadingYes: a foreground process is blocked in a read (or a poll,
+	// select or epoll wait) of the session's stdin pipe or terminal.
+	ReadingYes
+)
+
+// LastOutput is when the last bytes arrived (the start before any).
+func (s *Session) LastOutput() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastOutput
+}
