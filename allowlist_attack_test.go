@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,10 @@ var developerAllowlist = []string{"ls", "echo", "cat", "printf", "test", "[", "s
 // checker's model, not a missing name.
 var subscriptBuiltins = []string{"read", "unset", "declare", "local", "export", "typeset", "readonly", "wait", "getopts"}
 
+// launchers are listed too in that second run: tools whose program-running
+// options the checker must know even when an operator lists them.
+var launchers = []string{"scp", "rsync", "find"}
+
 // allowlistPayload is one attack: a line that makes a listed tool run
 // touch, which is not listed. want is a piece of the refusal reason, which
 // must name the construct.
@@ -38,40 +43,40 @@ type allowlistPayload struct {
 func allowlistPayloads(m, mark string) []allowlistPayload {
 	p := []allowlistPayload{
 		// sed: option spellings getopt accepts, and a label ended by ";".
-		{"sed -n --expr='1e touch M' f", "sed"},
-		{"sed -n --ex='1e touch M' f", "sed"},
-		{"sed -n --expression '1e touch M' f", "sed"},
-		{"sed -ne'1e touch M' f", "sed"},
-		{"sed -n -e '1e touch M' f", "sed"},
-		{"sed -sne '1e touch M' f", "sed"},
-		{"sed -n ':a;e touch M' f", "sed"},
-		{"sed -n '1{e touch M\n}' f", "sed"},
-		{"sed 's/a/touch M/e' f", "sed"},
-		{"sed -n -- '1e touch M' f", "sed"},
+		{"sed -n --expr='1e touch M' f", "(e command)"},
+		{"sed -n --ex='1e touch M' f", "(e command)"},
+		{"sed -n --expression '1e touch M' f", "(e command)"},
+		{"sed -ne'1e touch M' f", "(e command)"},
+		{"sed -n -e '1e touch M' f", "(e command)"},
+		{"sed -sne '1e touch M' f", "(e command)"},
+		{"sed -n ':a;e touch M' f", "(e command)"},
+		{"sed -n '1{e touch M\n}' f", "(e command)"},
+		{"sed 's/a/touch M/e' f", "s///e flag"},
+		{"sed -n -- '1e touch M' f", "(e command)"},
 		// Interpreters given code in an option, in every spelling.
-		{`node --eval='require("child_process").execSync("touch M")'`, "node"},
-		{`node -e 'require("child_process").execSync("touch M")'`, "node"},
-		{`node -pe 'require("child_process").execSync("touch M")'`, "node"},
-		{`node --print 'require("child_process").execSync("touch M")'`, "node"},
-		{`node --import='data:text/javascript,import{execSync}from"child_process";execSync("touch M")' empty.js`, "node"},
-		{`node --require ./mark.js empty.js`, "node"},
-		{`perl '-Mstrict;qx{touch $ARGV[0]};#' /dev/null M`, "perl"},
-		{`perl -le 'system "touch M"'`, "perl"},
-		{`perl -Esystem\(\"touch\ M\"\)`, "perl"},
-		{`python3 -m timeit -s 'import os' 'os.system("touch M")'`, "python3"},
-		{`python3 -Ic 'import os; os.system("touch M")'`, "python3"},
-		{`python3 -c'import os; os.system("touch M")'`, "python3"},
+		{`node --eval='require("child_process").execSync("touch M")'`, "node option"},
+		{`node -e 'require("child_process").execSync("touch M")'`, "node option"},
+		{`node -pe 'require("child_process").execSync("touch M")'`, "node option"},
+		{`node --print 'require("child_process").execSync("touch M")'`, "node option"},
+		{`node --import='data:text/javascript,import{execSync}from"child_process";execSync("touch M")' empty.js`, "node option"},
+		{`node --require ./mark.js empty.js`, "node option"},
+		{`perl '-Mstrict;qx{touch $ARGV[0]};#' /dev/null M`, "perl option"},
+		{`perl -le 'system "touch M"'`, "perl option"},
+		{`perl -Esystem\(\"touch\ M\"\)`, "perl option"},
+		{`python3 -m timeit -s 'import os' 'os.system("touch M")'`, "python3 option"},
+		{`python3 -Ic 'import os; os.system("touch M")'`, "python3 option"},
+		{`python3 -c'import os; os.system("touch M")'`, "python3 option"},
 		// Code on standard input.
-		{`echo 'import os; os.system("touch M")' | python3`, "python3"},
-		{"python3 - <<'EOF'\nimport os\nos.system('touch M')\nEOF", "python3"},
-		{"python3 <<'EOF'\nimport os\nos.system('touch M')\nEOF", "python3"},
-		{"python3 /dev/stdin <<'EOF'\nimport os\nos.system('touch M')\nEOF", "python3"},
-		{"python3 -u /proc/self/fd/0 <<'EOF'\nimport os\nos.system('touch M')\nEOF", "python3"},
-		{`echo 'system "touch M"' | perl`, "perl"},
-		{`echo 'system "touch M"' | perl -`, "perl"},
-		{`echo 'require("child_process").execSync("touch M")' | node`, "node"},
-		{`echo 'require("child_process").execSync("touch M")' | node -`, "node"},
-		{`cat code.py | python3 -u`, "python3"},
+		{`echo 'import os; os.system("touch M")' | python3`, "reads its program from standard input"},
+		{"python3 - <<'EOF'\nimport os\nos.system('touch M')\nEOF", "reads its program from standard input"},
+		{"python3 <<'EOF'\nimport os\nos.system('touch M')\nEOF", "reads its program from standard input"},
+		{"python3 /dev/stdin <<'EOF'\nimport os\nos.system('touch M')\nEOF", "reads its program from standard input"},
+		{"python3 -u /proc/self/fd/0 <<'EOF'\nimport os\nos.system('touch M')\nEOF", "reads its program from standard input"},
+		{`echo 'system "touch M"' | perl`, "reads its program from standard input"},
+		{`echo 'system "touch M"' | perl -`, "reads its program from standard input"},
+		{`echo 'require("child_process").execSync("touch M")' | node`, "reads its program from standard input"},
+		{`echo 'require("child_process").execSync("touch M")' | node -`, "reads its program from standard input"},
+		{`cat code.py | python3 -u`, "reads its program from standard input"},
 		// bash builtins that evaluate an array subscript.
 		{`printf -v 'x[$(touch M)]' %s 1`, "printf"},
 		{`test -v 'x[$(touch M)]'`, "test"},
@@ -83,14 +88,15 @@ func allowlistPayloads(m, mark string) []allowlistPayload {
 		{`unset 'x[$(touch M)]'`, "unset"},
 		{`declare 'x[$(touch M)]=1'`, "declare"},
 		{`export 'x[$(touch M)]=1'`, "export"},
-		{`f() { local 'x[$(touch M)]=1'; }; f`, "local"},
+		{`typeset 'x[$(touch M)]=1'`, "typeset"},
+		{`readonly 'x[$(touch M)]=1'`, "readonly"},
 		// git: aliases, config that names programs, options.
 		{`git config alias.x '!touch M' && git x`, "git config"},
 		{`git config core.fsmonitor 'touch M' && git status`, "git config"},
 		{`git config --add core.pager 'touch M' && git -p log`, "git config"},
-		{`git -c alias.x='!touch M' x`, "git -c"},
-		{`git -c core.fsmonitor='touch M' status`, "git -c"},
-		{`git --exec-path=. mark`, "git --exec-path"},
+		{`git -c alias.x='!touch M' x`, "git option -c"},
+		{`git -c core.fsmonitor='touch M' status`, "git option -c"},
+		{`git --exec-path=. mark`, "git option --exec-path"},
 		{`git ls-remote --upload-pack='touch M;git-upload-pack' .`, "git ls-remote"},
 		{`git archive --remote=. --exec='touch M;git-upload-archive' HEAD`, "git archive"},
 		{`git rebase -x 'touch M' HEAD`, "git rebase"},
@@ -99,57 +105,57 @@ func allowlistPayloads(m, mark string) []allowlistPayload {
 		{`git submodule foreach 'touch M'`, "git submodule"},
 		{`git bisect run touch M`, "git bisect"},
 		// tar.
-		{`tar --checkpoint=1 --checkpoint-action=exec='touch M' -cf /dev/null f`, "tar"},
-		{`tar --checkp=1 --checkpoint-a=exec='touch M' -cf /dev/null f`, "tar"},
-		{`tar --to-command='touch M' -xf a.tar`, "tar"},
-		{`tar -xf a.tar --to-c 'touch M'`, "tar"},
-		{`tar -I 'touch M' -cf /dev/null f`, "tar"},
-		{`tar -cIMARK -f /dev/null f`, "tar"},
-		{`tar --use-compress-program=MARK -cf /dev/null f`, "tar"},
-		{`tar --use-comp MARK -cf /dev/null f`, "tar"},
-		{`tar -cf /dev/null --rsh-command=MARK h:f`, "tar"},
-		{`tar -cf h:/x --rmt-command=MARK f`, "tar"},
-		{`tar -cf /dev/null --info-script=MARK -L1 -M f`, "tar"},
+		{`tar --checkpoint=1 --checkpoint-action=exec='touch M' -cf /dev/null f`, "tar option"},
+		{`tar --checkp=1 --checkpoint-a=exec='touch M' -cf /dev/null f`, "tar option"},
+		{`tar --to-command='touch M' -xf a.tar`, "tar option"},
+		{`tar -xf a.tar --to-c 'touch M'`, "tar option"},
+		{`tar -I 'touch M' -cf /dev/null f`, "tar option"},
+		{`tar -cIMARK -f /dev/null f`, "tar option"},
+		{`tar --use-compress-program=MARK -cf /dev/null f`, "tar option"},
+		{`tar --use-comp MARK -cf /dev/null f`, "tar option"},
+		{`tar -cf /dev/null --rsh-command=MARK h:f`, "tar option"},
+		{`tar -cf h:/x --rmt-command=MARK f`, "tar option"},
+		{`tar -cf /dev/null --info-script=MARK -L1 -M f`, "tar option"},
 		// ssh, scp, rsync.
-		{`ssh -o ProxyCommand='touch M' h`, "ssh"},
-		{`ssh -oProxyCommand='touch M' h`, "ssh"},
-		{`ssh -o 'proxycommand touch M' h`, "ssh"},
-		{`ssh -o PermitLocalCommand=yes -o LocalCommand='touch M' h`, "ssh"},
-		{`ssh -F ssh.cfg h`, "ssh"},
-		{`ssh -Fssh.cfg h`, "ssh"},
-		{`ssh -o ProxyJump=h -o 'KnownHostsCommand=touch M' h`, "ssh"},
+		{`ssh -o ProxyCommand='touch M' h`, "ssh option"},
+		{`ssh -oProxyCommand='touch M' h`, "ssh option"},
+		{`ssh -o 'proxycommand touch M' h`, "ssh option"},
+		{`ssh -o PermitLocalCommand=yes -o LocalCommand='touch M' h`, "ssh option"},
+		{`ssh -F ssh.cfg h`, "ssh option"},
+		{`ssh -Fssh.cfg h`, "ssh option"},
+		{`ssh -o ProxyJump=h -o 'KnownHostsCommand=touch M' h`, "ssh option"},
 		// wget.
-		{`wget -q --use-askpass=MARK http://127.0.0.1:1/x`, "wget"},
-		{`wget -q --use-ask=MARK http://127.0.0.1:1/x`, "wget"},
-		{`wget -q -e use_askpass=MARK http://127.0.0.1:1/x`, "wget"},
-		{`wget -q --execute=use_askpass=MARK http://127.0.0.1:1/x`, "wget"},
-		{`wget -qe use_askpass=MARK http://127.0.0.1:1/x`, "wget"},
+		{`wget -q --use-askpass=MARK http://127.0.0.1:1/x`, "wget option"},
+		{`wget -q --use-ask=MARK http://127.0.0.1:1/x`, "wget option"},
+		{`wget -q -e use_askpass=MARK http://127.0.0.1:1/x`, "wget option"},
+		{`wget -q --execute=use_askpass=MARK http://127.0.0.1:1/x`, "wget option"},
+		{`wget -qe use_askpass=MARK http://127.0.0.1:1/x`, "wget option"},
 		// zip.
-		{`zip -q a.zip f -T -TT 'touch M'`, "zip"},
-		{`zip -q a.zip f -T --unzip-command 'touch M'`, "zip"},
-		{`zip -qTTT'touch M' a.zip f`, "zip"},
+		{`zip -q a.zip f -T -TT 'touch M'`, "-TT"},
+		{`zip -q a.zip f -T --unzip-command 'touch M'`, "-TT"},
+		{`zip -qTTT'touch M' a.zip f`, "-TT"},
 		// env and timeout wrapping something that runs code.
 		{`env -S 'touch M'`, "env -S"},
 		{`env --split-string='touch M'`, "env"},
 		{`env --sp='touch M'`, "env"},
-		{`env python3 -c 'import os; os.system("touch M")'`, "python3"},
-		{`timeout 9 python3 - <<'EOF'` + "\nimport os\nos.system('touch M')\nEOF", "python3"},
-		{`env -- perl -e 'system "touch M"'`, "perl"},
+		{`env python3 -c 'import os; os.system("touch M")'`, "python3 option"},
+		{`timeout 9 python3 - <<'EOF'` + "\nimport os\nos.system('touch M')\nEOF", "reads its program from standard input"},
+		{`env -- perl -e 'system "touch M"'`, "perl option"},
 		// sort runs a compressor named in an option.
-		{`sort -S 1 --compress-program=MARK -T . f`, "sort"},
-		{`sort --compress-p MARK f`, "sort"},
+		{`sort -S 1 --compress-program=MARK -T . f`, "sort option"},
+		{`sort --compress-p MARK f`, "sort option"},
 		// Programs that are not listed: find, xargs, awk, unzip, scp, rsync.
-		{`find . -maxdepth 0 -exec touch M \;`, "find"},
-		{`find . -maxdepth 0 -execdir touch M \;`, "find"},
-		{`find . -maxdepth 0 -fprint M`, "find"},
+		{`find . -maxdepth 0 -exec touch M \;`, "find -"},
+		{`find . -maxdepth 0 -execdir touch M \;`, "find -"},
+		{`find . -maxdepth 0 -fprint M`, "find -"},
 		{`echo M | xargs touch`, "xargs"},
 		{`awk 'BEGIN{system("touch M")}'`, "awk"},
 		{`unzip -q a.zip -d out`, "unzip"},
-		{`scp -o ProxyCommand='touch M' f h:x`, "scp"},
-		{`scp -S MARK f h:x`, "scp"},
-		{`rsync -e 'sh -c "touch M" --' f h:x`, "rsync"},
-		{`rsync --rsh='sh -c "touch M" --' f h:x`, "rsync"},
-		{`rsync --rsync-path='touch M;rsync' f localhost:x`, "rsync"},
+		{`scp -o ProxyCommand='touch M' f h:x`, "scp option"},
+		{`scp -S MARK f h:x`, "scp option"},
+		{`rsync -e 'sh -c "touch M" --' f h:x`, "rsync option"},
+		{`rsync --rsh='sh -c "touch M" --' f h:x`, "rsync option"},
+		{`rsync --rsync-path='touch M;rsync' f localhost:x`, "rsync option"},
 	}
 	for i := range p {
 		p[i].line = strings.ReplaceAll(strings.ReplaceAll(p[i].line, "MARK", mark), " M", " "+m)
@@ -204,7 +210,7 @@ func TestAllowlistAttacks(t *testing.T) {
 	ran := 0
 	timeout := 20.0
 	for _, shell := range []string{"dash", "bash"} {
-		for _, list := range [][]string{developerAllowlist, append(slices.Clone(developerAllowlist), subscriptBuiltins...)} {
+		for _, list := range [][]string{developerAllowlist, append(append(slices.Clone(developerAllowlist), subscriptBuiltins...), launchers...)} {
 			reg := newTestRegistry(t, Config{Shell: needTool(t, shell), Security: "allowlist", Allowlist: list})
 			sc := reg.Scope("attacker")
 			for _, p := range payloads {
@@ -213,6 +219,13 @@ func TestAllowlistAttacks(t *testing.T) {
 					ran++
 				} else {
 					assert.True(t, strings.HasPrefix(res.Text(), "exec denied: "), "%s: %q: %s", shell, p.line, res.Text())
+					// A program that is not listed is refused for that.
+					unlisted := strconv.Quote(strings.Fields(p.line)[0]) + " is not on the allowlist"
+					assert.True(t, strings.Contains(res.Text(), p.want) || strings.Contains(res.Text(), unlisted),
+						"%s: %q: the reason %q names neither the construct (%s) nor an unlisted program", shell, p.line, res.Text(), p.want)
+					if os.Getenv("SHOW_REASONS") != "" {
+						t.Logf("%s %d | %s | %s", shell, len(list), p.line, res.Text())
+					}
 				}
 				// Put the directory back: a leftover file or git setting
 				// must not decide the next payload.

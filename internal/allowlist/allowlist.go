@@ -315,17 +315,30 @@ func (w *walker) argv(words []*syntax.Word) int {
 		w.refuse(idx, fmt.Sprintf("the command name %s is only known at run time", w.text(words[0])))
 		return idx
 	}
-	if !w.c.listed(name) {
-		w.refuse(idx, fmt.Sprintf("%q is not on the allowlist", name))
-	}
-	if reason, inner := w.runner(name, words); reason != "" {
+	findings, inner := w.runner(name, words)
+	if reason := w.c.match(name, w.staticArgs(words), findings); reason != "" {
 		w.refuse(idx, reason)
-	} else if inner > 0 {
+	}
+	if inner > 0 {
 		w.argv(words[inner:])
 	} else if inner < 0 {
 		w.refuse(idx, fmt.Sprintf("%q wraps no command this check can read", name))
 	}
 	return idx
+}
+
+// staticArgs are the words after the command name, with unknownWord for
+// those only known at run time.
+func (w *walker) staticArgs(words []*syntax.Word) []string {
+	out := make([]string, 0, len(words)-1)
+	for _, wd := range words[1:] {
+		v, ok := w.value(wd, false)
+		if !ok {
+			v = unknownWord
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func (w *walker) refuse(idx int, reason string) {
@@ -442,19 +455,33 @@ func (w *walker) test(x syntax.TestExpr) {
 	})
 }
 
-// listed reports whether a static command name matches an entry.
+// listed reports whether a static command name matches the program of
+// an entry.
 func (c *Checker) listed(name string) bool {
-	if name == "" {
+	for _, r := range c.rules() {
+		if c.programMatches(r.program, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// programMatches reports whether the command name matches an entry's
+// program: the same bare name, or the same file (an absolute path, or a
+// bare name resolved on PATH). A relative path ("./ls") matches nothing.
+func (c *Checker) programMatches(entry, name string) bool {
+	if name == "" || entry == "" {
 		return false
 	}
 	hasSlash := strings.Contains(name, "/")
 	if hasSlash && !filepath.IsAbs(name) {
 		return false // ./ls never matches ls
 	}
-	for _, e := range c.Entries {
-		if !hasSlash && e == name {
-			return true
-		}
+	if strings.Contains(entry, "/") && !filepath.IsAbs(entry) {
+		return false
+	}
+	if !hasSlash && entry == name {
+		return true
 	}
 	if c.LookPath == nil {
 		return false
@@ -467,25 +494,19 @@ func (c *Checker) listed(name string) bool {
 		}
 		target = p
 	}
+	p := entry
+	if !filepath.IsAbs(entry) {
+		var err error
+		if p, err = c.LookPath(entry); err != nil {
+			return false
+		}
+	}
 	ti, err := os.Stat(target)
 	if err != nil {
 		return false
 	}
-	for _, e := range c.Entries {
-		if e == name || strings.Contains(e, "/") && !filepath.IsAbs(e) {
-			continue
-		}
-		p := e
-		if !filepath.IsAbs(e) {
-			if p, err = c.LookPath(e); err != nil {
-				continue
-			}
-		}
-		if ei, err := os.Stat(p); err == nil && os.SameFile(ti, ei) {
-			return true
-		}
-	}
-	return false
+	ei, err := os.Stat(p)
+	return err == nil && os.SameFile(ti, ei)
 }
 
 // value returns a word's value after quote removal, and whether it is
@@ -499,6 +520,11 @@ func (w *walker) value(wd *syntax.Word, name bool) (string, bool) {
 	for i, part := range wd.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
+			// "[" alone is the test command: a bracket with no closing
+			// bracket matches itself.
+			if name && len(wd.Parts) == 1 && p.Value == "[" {
+				return "[", true
+			}
 			if name && (strings.ContainsAny(p.Value, "*?[{") || i == 0 && strings.HasPrefix(p.Value, "~")) {
 				return "", false
 			}
