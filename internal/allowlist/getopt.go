@@ -24,6 +24,9 @@ type optSpec struct {
 	// stopAtOperand ends the options at the first operand (POSIX, and
 	// interpreters whose first operand is the script); GNU tools permute.
 	stopAtOperand bool
+	// stopAfter lists short options whose value ends the options
+	// (python -c and -m: the words after them are the program's).
+	stopAfter string
 }
 
 // opt is one option found in the words: its name ("-e" or
@@ -135,6 +138,10 @@ func (s optSpec) parse(args []string, base int) parsed {
 						o.value, o.hasValue = args[i], true
 					}
 					p.opts = append(p.opts, o)
+					if strings.IndexByte(s.stopAfter, a[j]) >= 0 {
+						p.rest(args[i+1:], base+i+1)
+						return p
+					}
 					break
 				}
 				p.opts = append(p.opts, o)

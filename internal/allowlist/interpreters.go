@@ -25,6 +25,7 @@ var (
 			long: map[string]argKind{"help": noArg, "version": noArg, "check-hash-based-pycs": requiredArg,
 				"help-env": noArg, "help-xoptions": noArg, "help-all": noArg},
 			stopAtOperand: true,
+			stopAfter:     "cm",
 		},
 		code: map[string]string{
 			"-c": "runs inline code",
