@@ -1,36 +1,3 @@
-// Package allowlist decides whether a shell command line runs only
-// programs on an allowlist.
-//
-// The line is parsed with mvdan.cc/sh/v3/syntax, the shell parser behind
-// shfmt, in the dialect of the shell that will run it (both POSIX and Bash
-// when that shell is sh, because /bin/sh is dash on some systems and bash on
-// others, and the two disagree on quoting). Every simple command anywhere in
-// the line counts: in pipelines, lists, subshells, groups, loops,
-// conditionals, function bodies, command and process substitutions and
-// here-documents. A line is allowed only when every one of them is known
-// statically and listed.
-//
-// What is never allowed, because the program it runs is only known at run
-// time: a command name that is not a plain word ($x, $(x), globs, ~);
-// eval, exec, source and ".", command, builtin, trap, alias, enable, hash,
-// fc, let; shells (sh -c, bash script.sh); interpreters given inline code
-// (python -c, perl -e, node -e …); awk; sed scripts with the e command or
-// the w command or flag; programs that run their arguments as a command
-// (xargs, find -exec, watch, flock, chroot, su …); git -c and
-// git --exec-path; arithmetic that reads variables (bash evaluates
-// a[$(cmd)] inside a variable's value); indirect and @-transform parameter
-// expansions; function definitions that shadow a listed name; variable
-// declarations other than a listed export of accepted keys. Output
-// redirections to files other than /dev/null, and any redirection to or
-// from /dev/tcp or /dev/udp, are not allowed either.
-//
-// The wrappers env, nice, nohup, setsid, stdbuf, sudo and timeout are
-// allowed when they are listed themselves and the command they wrap passes
-// the same check.
-//
-// The check is about what the shell starts. A listed program that starts
-// other programs on its own (make, npm, a git hook) is trusted as the
-// operator who listed it trusts it.
 package allowlist
 
 import (
@@ -46,11 +13,16 @@ import (
 // Checker checks command lines against a list of allowed programs. Its
 // zero value allows nothing. It is safe for concurrent use once set up.
 type Checker struct {
-	// Entries are the allowed programs: bare names ("ls") match a command
-	// of that name, or a command given by an absolute path that is the
-	// same file as the name found on PATH; absolute paths match commands
-	// that resolve to the same file. A relative path ("./ls") matches
-	// nothing.
+	// Entries are the allowlist rules, split on white space (a word of an
+	// entry cannot contain a space, and quotes are not removed). The first
+	// word is the program: a bare name ("ls") matches a command of that
+	// name, or a command given by an absolute path that is the same file
+	// as the name found on PATH; an absolute path matches commands that
+	// resolve to the same file; a relative path ("./ls") matches nothing.
+	// Further words are an argument prefix ("git status", "python3 -m
+	// pytest"): the command's words after quote removal must start with
+	// them, and the program's own model does not apply to them. See the
+	// package documentation for what a listed program can still do.
 	Entries []string
 	// Shell is the shell that will run the line ("bash", "/bin/sh" …); it
 	// picks the parser dialects. Empty means sh.
