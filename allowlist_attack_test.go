@@ -50,6 +50,7 @@ func allowlistPayloads(m, mark string) []allowlistPayload {
 		{"sed -n -e '1e touch M' f", "(e command)"},
 		{"sed -sne '1e touch M' f", "(e command)"},
 		{"sed -n ':a;e touch M' f", "(e command)"},
+		{"sed -n ':a e touch M' f", "(e command)"},
 		{"sed -n '1{e touch M\n}' f", "(e command)"},
 		{"sed 's/a/touch M/e' f", "s///e flag"},
 		{"sed -n -- '1e touch M' f", "(e command)"},
@@ -116,6 +117,8 @@ func allowlistPayloads(m, mark string) []allowlistPayload {
 		{`tar -cf /dev/null --rsh-command=MARK h:f`, "tar option"},
 		{`tar -cf h:/x --rmt-command=MARK f`, "tar option"},
 		{`tar -cf /dev/null --info-script=MARK -L1 -M f`, "tar option"},
+		{`TAR_OPTIONS=--to-command=MARK tar -xf a.tar`, "TAR_OPTIONS"},
+		{`env TAR_OPTIONS=--use-compress-program=MARK tar -cf /dev/null f`, "TAR_OPTIONS"},
 		// ssh, scp, rsync.
 		{`ssh -o ProxyCommand='touch M' h`, "ssh option"},
 		{`ssh -oProxyCommand='touch M' h`, "ssh option"},
@@ -156,6 +159,7 @@ func allowlistPayloads(m, mark string) []allowlistPayload {
 		{`rsync -e 'sh -c "touch M" --' f h:x`, "rsync option"},
 		{`rsync --rsh='sh -c "touch M" --' f h:x`, "rsync option"},
 		{`rsync --rsync-path='touch M;rsync' f localhost:x`, "rsync option"},
+		{`RSYNC_RSH='sh -c "touch M" --' rsync f h:x`, "rsync"},
 	}
 	for i := range p {
 		p[i].line = strings.ReplaceAll(strings.ReplaceAll(p[i].line, "MARK", mark), " M", " "+m)

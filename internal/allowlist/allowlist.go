@@ -263,6 +263,10 @@ func (w *walker) assign(a *syntax.Assign) {
 		w.problem(fmt.Sprintf("assignment to %s changes how bash finds or runs commands", key))
 		return
 	}
+	if why, ok := toolEnv[key]; ok {
+		w.problem(fmt.Sprintf("assignment to %s %s", key, why))
+		return
+	}
 	if w.c.AssignKey != nil {
 		if reason := w.c.AssignKey(key); reason != "" {
 			w.problem(reason)

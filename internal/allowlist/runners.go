@@ -32,6 +32,18 @@ var codeBuiltins = map[string]string{
 	"compgen":   "can run shell code",
 }
 
+// toolEnv are variables that hand options to a modelled tool, options
+// the checker cannot see on the command line.
+var toolEnv = map[string]string{
+	"TAR_OPTIONS":        "gives tar options (--to-command, --use-compress-program run programs)",
+	"ZIPOPT":             "gives zip options (-TT runs a program)",
+	"ZIP":                "gives zip options (-TT runs a program)",
+	"UNZIP":              "gives unzip options",
+	"UNZIPOPT":           "gives unzip options",
+	"RSYNC_RSH":          "names the remote shell program rsync runs",
+	"RSYNC_CONNECT_PROG": "names a program rsync runs",
+}
+
 // shells run a script, standard input or -c code: never known here.
 var shells = set("sh", "bash", "rbash", "dash", "ash", "zsh", "ksh", "mksh", "pdksh", "oksh", "yash",
 	"posh", "fish", "csh", "tcsh", "busybox", "toybox", "elvish", "nu", "xonsh", "pwsh", "powershell", "rc", "es")
@@ -126,6 +138,9 @@ func (w *walker) wrapper(base string, args []string) (string, int) {
 			key, _, _ := strings.Cut(a, "=")
 			if strings.HasPrefix(key, "BASH") || key == "EXECIGNORE" {
 				return fmt.Sprintf("env %s= changes how the shell finds or runs commands", key), 0
+			}
+			if why, ok := toolEnv[key]; ok {
+				return fmt.Sprintf("env %s= %s", key, why), 0
 			}
 			if w.c.AssignKey != nil {
 				if reason := w.c.AssignKey(key); reason != "" {

@@ -205,8 +205,13 @@ func sedScriptRuns(s string) string {
 		case c == 'w' || c == 'W':
 			return string(c) + " command"
 		case c == ':' || c == 'b' || c == 't' || c == 'T' || c == 'q' || c == 'Q' || c == 'l' || c == 'L':
-			// A label or a number: GNU sed ends it at ";" too.
-			for i < len(s) && s[i] != '\n' && s[i] != ';' && s[i] != '}' {
+			// A label or a number: GNU sed ends it at ";" and at blanks
+			// too (":x e cmd" runs cmd).
+			i++
+			for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+				i++
+			}
+			for i < len(s) && s[i] != '\n' && s[i] != ';' && s[i] != '}' && s[i] != ' ' && s[i] != '\t' {
 				i++
 			}
 		case c == 'a' || c == 'i' || c == 'c' || c == 'r' || c == 'R':

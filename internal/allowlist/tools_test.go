@@ -59,6 +59,7 @@ func TestListedToolsCannotRunAnotherProgram(t *testing.T) {
 		{"sed -ne'1e touch M' f", "sed option -e (--expression) runs a script that may execute commands (e command)"},
 		{"sed -n ':a;e touch M' f", "sed script may execute commands (e command)"},
 		{"sed 's/a/b/e' f", "sed script may execute commands (s///e flag)"},
+		{"sed -n ':a e touch M' f", "sed script may execute commands (e command)"},
 		{"sed -n '1w out' f", "sed script writes files (w command)"},
 		{"sed -f script.sed f", "sed option -f runs a script from a file this check cannot read"},
 		{"sed --fi=script.sed f", "sed option --fi= (--file) runs a script from a file this check cannot read"},
@@ -156,6 +157,8 @@ func TestListedToolsCannotRunAnotherProgram(t *testing.T) {
 		{"find . -exec x {} ;", "find -exec runs commands or writes files"},
 		{"find . -okdir x {} ;", "find -okdir runs commands or writes files"},
 		{"find . -fprint f", "find -fprint runs commands or writes files"},
+		{"TAR_OPTIONS=--to-command=x tar -xf a.tar", "assignment to TAR_OPTIONS gives tar options (--to-command, --use-compress-program run programs)"},
+		{"env RSYNC_RSH=x rsync f h:y", "env RSYNC_RSH= names the remote shell program rsync runs"},
 	} {
 		t.Run("refuses "+tc.line, func(t *testing.T) {
 			for _, sh := range []string{"bash", "sh"} {
