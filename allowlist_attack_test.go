@@ -244,12 +244,12 @@ func TestAllowlistAttacks(t *testing.T) {
 			ran += interactiveInterpreter(t, sc, dir, marker)
 		}
 	}
-	t.Logf("%d of %d payload runs were not refused", ran, 4*(len(payloads)+3))
+	t.Logf("%d of %d payload runs were not refused", ran, 4*(len(payloads)+4))
 }
 
 // interactiveInterpreter starts python3 as an interactive session, on a
-// stdin pipe and on a terminal, which an allowlist must refuse, since
-// write then feeds it code. It returns how many sessions started; for
+// stdin pipe and on a terminal (also through PYTHONINSPECT after a
+// script), which an allowlist must refuse, since write then feeds it code. It returns how many sessions started; for
 // each, it checks whether the code it was sent ran touch.
 func interactiveInterpreter(t *testing.T, sc *Scope, dir, marker string) int {
 	t.Helper()
@@ -258,6 +258,7 @@ func interactiveInterpreter(t *testing.T, sc *Scope, dir, marker string) int {
 		{Command: "python3 -u -i -q", Stdin: "pipe"},
 		{Command: "python3 -q", PTY: true},
 		{Command: "python3", Stdin: "pipe"},
+		{Command: "PYTHONINSPECT=1 python3 empty.js", PTY: true},
 	} {
 		req.Workdir, req.Background = dir, true
 		res := mustExec(t, sc, req)

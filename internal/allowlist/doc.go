@@ -40,9 +40,12 @@
 // that reads variables (bash evaluates a[$(cmd)] inside a variable's
 // value); indirect and @-transform parameter expansions; function
 // definitions that shadow a listed name; variable declarations other than
-// a listed export of accepted keys. Output redirections to files other
-// than /dev/null, and any redirection to or from /dev/tcp or /dev/udp, are
-// not allowed either.
+// a listed export of accepted keys; assignments (FOO=x cmd, env FOO=x,
+// export) to variables that hand a modelled tool its options or a program
+// (TAR_OPTIONS, ZIPOPT, ZIP, UNZIP, UNZIPOPT, RSYNC_RSH, RSYNC_CONNECT_PROG,
+// PYTHONINSPECT), besides those the caller's AssignKey refuses. Output
+// redirections to files other than /dev/null, and any redirection to or
+// from /dev/tcp or /dev/udp, are not allowed either.
 //
 // The wrappers env, nice, nohup, setsid, stdbuf, sudo and timeout are
 // allowed when they are listed themselves and the command they wrap passes

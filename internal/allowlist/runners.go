@@ -42,6 +42,7 @@ var toolEnv = map[string]string{
 	"UNZIPOPT":           "gives unzip options",
 	"RSYNC_RSH":          "names the remote shell program rsync runs",
 	"RSYNC_CONNECT_PROG": "names a program rsync runs",
+	"PYTHONINSPECT":      "makes python read code from standard input after the script (as -i does)",
 }
 
 // shells run a script, standard input or -c code: never known here.

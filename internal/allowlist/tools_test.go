@@ -159,6 +159,7 @@ func TestListedToolsCannotRunAnotherProgram(t *testing.T) {
 		{"find . -fprint f", "find -fprint runs commands or writes files"},
 		{"TAR_OPTIONS=--to-command=x tar -xf a.tar", "assignment to TAR_OPTIONS gives tar options (--to-command, --use-compress-program run programs)"},
 		{"env RSYNC_RSH=x rsync f h:y", "env RSYNC_RSH= names the remote shell program rsync runs"},
+		{"PYTHONINSPECT=1 python3 x.py", "assignment to PYTHONINSPECT makes python read code from standard input after the script (as -i does)"},
 	} {
 		t.Run("refuses "+tc.line, func(t *testing.T) {
 			for _, sh := range []string{"bash", "sh"} {
