@@ -231,3 +231,16 @@ func TestEntriesMayBeArgumentPrefixes(t *testing.T) {
 		assert.True(t, v.Allowed, v.Reason())
 	})
 }
+
+func TestDeclarationsWithASubscriptAreRefusedInFunctionBodies(t *testing.T) {
+	for _, variant := range []string{"local", "declare", "typeset", "readonly", "export"} {
+		t.Run(variant, func(t *testing.T) {
+			c := &Checker{Entries: append([]string{variant, "echo"}, developerEntries...), Shell: "bash", LookPath: exec.LookPath}
+			v, err := c.Check("f() { " + variant + " 'x[$(touch M)]=1'; }; echo")
+			require.NoError(t, err)
+			assert.False(t, v.Allowed)
+			require.NotEmpty(t, v.Problems)
+			assert.Contains(t, v.Problems[0], variant)
+		})
+	}
+}
