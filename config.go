@@ -153,15 +153,25 @@ type Config struct {
 	// Ask is the configured approval mode: "off" (default), "on-miss" or
 	// "always". A call may only make it stricter.
 	Ask string
-	// Allowlist lists the programs that run without approval under security
-	// "allowlist" (and that skip the Approver under ask "on-miss"). An entry
-	// is a name ("git", "npm"), which matches that command name or an
-	// absolute path to the same file on PATH, or an absolute path. The
-	// command line is parsed as shell, and every command in it (in
-	// pipelines, lists, substitutions, subshells, function bodies …) must
-	// match; constructs whose program is only known at run time (eval, sh
-	// -c, $cmd, xargs, output redirections to files …) never do. See the
-	// package documentation's "Approvals" section.
+	// Allowlist lists the rules for commands that run without approval
+	// under security "allowlist" (and that skip the Approver under ask
+	// "on-miss"). An entry is a program, optionally followed by an
+	// argument prefix, split on white space: "git" allows git,
+	// "git status" allows only commands whose words start with git
+	// status, "python3 -m pytest" only that module. The program is a
+	// name, which matches that command name or an absolute path to the
+	// same file on PATH, or an absolute path. The command line is parsed
+	// as shell, and every command in it (in pipelines, lists,
+	// substitutions, subshells, function bodies …) must match an entry;
+	// constructs whose program is only known at run time (eval, sh -c,
+	// $cmd, xargs, output redirections to files …) never do. A bare name
+	// does not cover the options through which the common tools run
+	// another program (git -c and aliases, sed e, tar --to-command, ssh -o
+	// ProxyCommand, python3 -c or -m, an interpreter reading its program
+	// from standard input …). Beyond those, a listed program runs whatever
+	// its arguments and inputs make it run: a listed python3 runs any
+	// script, a listed git runs hooks. Empty means no command is
+	// allowlisted. See the package documentation's "Approvals" section.
 	Allowlist []string
 	// Approver decides commands that need approval (ask "always", or "on-miss"
 	// for commands not on the allowlist). Nil refuses them.

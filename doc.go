@@ -530,23 +530,46 @@
 // parser behind shfmt: a line is allowlisted only when every simple
 // command anywhere in it (pipelines, lists, subshells, groups, loops,
 // function bodies, command and process substitutions, here-documents) is
-// a listed program, and the line has nothing whose effect is only known at
-// run time: a computed command name, eval, exec, source, command, builtin,
-// trap, alias; shells and interpreters given code (sh -c, python -c);
-// xargs, find -exec and other programs that run their arguments;
-// arithmetic on variables; an output redirection to a file other than
-// /dev/null; an assignment the per-call environment rules refuse (PATH=.,
-// LD_PRELOAD=…). The wrappers env, nice, nohup, setsid, stdbuf, sudo and
-// timeout pass when they and the command they wrap are listed. A line that
-// does not parse is refused with the parser's message. The [Approver] gets
-// every parsed command in [ApprovalRequest.Commands], and Allowlisted is
-// true only when the whole line is.
+// matched by an entry of Config.Allowlist, and the line has nothing whose
+// effect is only known at run time: a computed command name, eval, exec,
+// source, command, builtin, trap, alias; shells and interpreters given
+// code (sh -c, python -c); xargs, find -exec and other programs that run
+// their arguments; arithmetic on variables; an output redirection to a
+// file other than /dev/null; an assignment the per-call environment rules
+// refuse (PATH=., LD_PRELOAD=…). The wrappers env, nice, nohup, setsid,
+// stdbuf, sudo and timeout pass when they and the command they wrap are
+// listed. A line that does not parse is refused with the parser's
+// message. The [Approver] gets every parsed command in
+// [ApprovalRequest.Commands], and Allowlisted is true only when the whole
+// line is.
 //
-// The allowlist limits what the shell starts. A listed program that runs
-// other programs by its own design (make, npm, a git hook) is trusted as
-// far as its listing says. The boundary against a hostile command is the
-// sandbox host, not the policy; RELIABILITY.md's security model says what
-// each layer protects against.
+// An entry is a program name or absolute path, optionally followed by an
+// argument prefix, split on white space: "git status" allows git status
+// and its further arguments, nothing else of git. A bare name does not
+// cover the options through which the common tools run another program,
+// which the checker reads the way getopt does (bundled short options,
+// --name=value, abbreviated long names): git -c, --exec-path, aliases
+// and config writes; sed's e command; tar --to-command, -I and
+// --checkpoint-action; ssh -o ProxyCommand and -F; rsync -e; wget
+// --use-askpass; zip -TT; env -S; sort --compress-program; the
+// interpreters' code options (python -c and -m, perl -e and -M, node
+// --eval, --import and --require …); and bash builtins that evaluate an
+// array subscript in a variable name (printf -v, test -v, read, unset).
+// A program that reads its program text from standard input (an
+// interpreter with no script, "-", /dev/stdin) is inline code and never
+// allowlisted, so process write, paste and send-keys cannot feed code to
+// a listed interpreter. The refusal names the construct. An entry's own
+// prefix words are exempt: "python3 -m pytest" allows that module.
+//
+// The allowlist limits what the shell starts and those options. Beyond
+// them, a listed program runs whatever its arguments and inputs make it
+// run: a listed python3 runs any script, one written or downloaded by
+// another listed program too; make, npm and go run their build files; git
+// runs hooks and the programs its existing configuration names; an editor
+// or pager a listed program starts (git commit, git log on a terminal)
+// obeys the keys sent to the session. The boundary against a hostile
+// command is the sandbox host, not the policy; RELIABILITY.md's security
+// model says what each layer protects against.
 //
 // Approvals can wait. An [Approver] that cannot decide now (a human is
 // asked in another window, a framework pauses the run) returns

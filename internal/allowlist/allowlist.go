@@ -1,36 +1,3 @@
-// Package allowlist decides whether a shell command line runs only
-// programs on an allowlist.
-//
-// The line is parsed with mvdan.cc/sh/v3/syntax, the shell parser behind
-// shfmt, in the dialect of the shell that will run it (both POSIX and Bash
-// when that shell is sh, because /bin/sh is dash on some systems and bash on
-// others, and the two disagree on quoting). Every simple command anywhere in
-// the line counts: in pipelines, lists, subshells, groups, loops,
-// conditionals, function bodies, command and process substitutions and
-// here-documents. A line is allowed only when every one of them is known
-// statically and listed.
-//
-// What is never allowed, because the program it runs is only known at run
-// time: a command name that is not a plain word ($x, $(x), globs, ~);
-// eval, exec, source and ".", command, builtin, trap, alias, enable, hash,
-// fc, let; shells (sh -c, bash script.sh); interpreters given inline code
-// (python -c, perl -e, node -e …); awk; sed scripts with the e command or
-// the w command or flag; programs that run their arguments as a command
-// (xargs, find -exec, watch, flock, chroot, su …); git -c and
-// git --exec-path; arithmetic that reads variables (bash evaluates
-// a[$(cmd)] inside a variable's value); indirect and @-transform parameter
-// expansions; function definitions that shadow a listed name; variable
-// declarations other than a listed export of accepted keys. Output
-// redirections to files other than /dev/null, and any redirection to or
-// from /dev/tcp or /dev/udp, are not allowed either.
-//
-// The wrappers env, nice, nohup, setsid, stdbuf, sudo and timeout are
-// allowed when they are listed themselves and the command they wrap passes
-// the same check.
-//
-// The check is about what the shell starts. A listed program that starts
-// other programs on its own (make, npm, a git hook) is trusted as the
-// operator who listed it trusts it.
 package allowlist
 
 import (
@@ -46,11 +13,16 @@ import (
 // Checker checks command lines against a list of allowed programs. Its
 // zero value allows nothing. It is safe for concurrent use once set up.
 type Checker struct {
-	// Entries are the allowed programs: bare names ("ls") match a command
-	// of that name, or a command given by an absolute path that is the
-	// same file as the name found on PATH; absolute paths match commands
-	// that resolve to the same file. A relative path ("./ls") matches
-	// nothing.
+	// Entries are the allowlist rules, split on white space (a word of an
+	// entry cannot contain a space, and quotes are not removed). The first
+	// word is the program: a bare name ("ls") matches a command of that
+	// name, or a command given by an absolute path that is the same file
+	// as the name found on PATH; an absolute path matches commands that
+	// resolve to the same file; a relative path ("./ls") matches nothing.
+	// Further words are an argument prefix ("git status", "python3 -m
+	// pytest"): the command's words after quote removal must start with
+	// them, and the program's own model does not apply to them. See the
+	// package documentation for what a listed program can still do.
 	Entries []string
 	// Shell is the shell that will run the line ("bash", "/bin/sh" …); it
 	// picks the parser dialects. Empty means sh.
@@ -291,6 +263,10 @@ func (w *walker) assign(a *syntax.Assign) {
 		w.problem(fmt.Sprintf("assignment to %s changes how bash finds or runs commands", key))
 		return
 	}
+	if why, ok := toolEnv[key]; ok {
+		w.problem(fmt.Sprintf("assignment to %s %s", key, why))
+		return
+	}
 	if w.c.AssignKey != nil {
 		if reason := w.c.AssignKey(key); reason != "" {
 			w.problem(reason)
@@ -315,17 +291,30 @@ func (w *walker) argv(words []*syntax.Word) int {
 		w.refuse(idx, fmt.Sprintf("the command name %s is only known at run time", w.text(words[0])))
 		return idx
 	}
-	if !w.c.listed(name) {
-		w.refuse(idx, fmt.Sprintf("%q is not on the allowlist", name))
-	}
-	if reason, inner := w.runner(name, words); reason != "" {
+	findings, inner := w.runner(name, words)
+	if reason := w.c.match(name, w.staticArgs(words), findings); reason != "" {
 		w.refuse(idx, reason)
-	} else if inner > 0 {
+	}
+	if inner > 0 {
 		w.argv(words[inner:])
 	} else if inner < 0 {
 		w.refuse(idx, fmt.Sprintf("%q wraps no command this check can read", name))
 	}
 	return idx
+}
+
+// staticArgs are the words after the command name, with unknownWord for
+// those only known at run time.
+func (w *walker) staticArgs(words []*syntax.Word) []string {
+	out := make([]string, 0, len(words)-1)
+	for _, wd := range words[1:] {
+		v, ok := w.value(wd, false)
+		if !ok {
+			v = unknownWord
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func (w *walker) refuse(idx int, reason string) {
@@ -442,19 +431,33 @@ func (w *walker) test(x syntax.TestExpr) {
 	})
 }
 
-// listed reports whether a static command name matches an entry.
+// listed reports whether a static command name matches the program of
+// an entry.
 func (c *Checker) listed(name string) bool {
-	if name == "" {
+	for _, r := range c.rules() {
+		if c.programMatches(r.program, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// programMatches reports whether the command name matches an entry's
+// program: the same bare name, or the same file (an absolute path, or a
+// bare name resolved on PATH). A relative path ("./ls") matches nothing.
+func (c *Checker) programMatches(entry, name string) bool {
+	if name == "" || entry == "" {
 		return false
 	}
 	hasSlash := strings.Contains(name, "/")
 	if hasSlash && !filepath.IsAbs(name) {
 		return false // ./ls never matches ls
 	}
-	for _, e := range c.Entries {
-		if !hasSlash && e == name {
-			return true
-		}
+	if strings.Contains(entry, "/") && !filepath.IsAbs(entry) {
+		return false
+	}
+	if !hasSlash && entry == name {
+		return true
 	}
 	if c.LookPath == nil {
 		return false
@@ -467,25 +470,19 @@ func (c *Checker) listed(name string) bool {
 		}
 		target = p
 	}
+	p := entry
+	if !filepath.IsAbs(entry) {
+		var err error
+		if p, err = c.LookPath(entry); err != nil {
+			return false
+		}
+	}
 	ti, err := os.Stat(target)
 	if err != nil {
 		return false
 	}
-	for _, e := range c.Entries {
-		if e == name || strings.Contains(e, "/") && !filepath.IsAbs(e) {
-			continue
-		}
-		p := e
-		if !filepath.IsAbs(e) {
-			if p, err = c.LookPath(e); err != nil {
-				continue
-			}
-		}
-		if ei, err := os.Stat(p); err == nil && os.SameFile(ti, ei) {
-			return true
-		}
-	}
-	return false
+	ei, err := os.Stat(p)
+	return err == nil && os.SameFile(ti, ei)
 }
 
 // value returns a word's value after quote removal, and whether it is
@@ -499,6 +496,11 @@ func (w *walker) value(wd *syntax.Word, name bool) (string, bool) {
 	for i, part := range wd.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
+			// "[" alone is the test command: a bracket with no closing
+			// bracket matches itself.
+			if name && len(wd.Parts) == 1 && p.Value == "[" {
+				return "[", true
+			}
 			if name && (strings.ContainsAny(p.Value, "*?[{") || i == 0 && strings.HasPrefix(p.Value, "~")) {
 				return "", false
 			}

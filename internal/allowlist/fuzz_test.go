@@ -29,10 +29,40 @@ var stubNames = []string{"ls", "grep", "cat", "touch", "rm", "cp", "mv", "sh", "
 // command they wrap through PATH, so it meets a stub too.
 var wrappers = []string{"nohup", "timeout", "env"}
 
+// devTools are the real programs of the developer allowlist run by
+// FuzzAllowlist: the tools every payload family talks into running touch.
+var devTools = []string{"cat", "printf", "test", "[", "sed", "git", "python3", "node", "perl", "tar", "ssh", "wget",
+	"zip", "sort", "head", "env", "timeout", "true"}
+
+// bypassSeeds are lines that made a listed tool run an unlisted program
+// (touch) under the developer allowlist before the checker modelled the
+// tools: each must be refused.
+var bypassSeeds = []string{
+	"sed -n --expr='1e touch M' f", "sed -ne'1e touch M' f", "sed -n ':a;e touch M' f", "sed -n --ex='1e touch M' f",
+	`node --eval='require("child_process").execSync("touch M")'`,
+	`node --import='data:text/javascript,import{execSync}from"child_process";execSync("touch M")' /dev/null`,
+	`perl '-Mstrict;qx{touch $ARGV[0]};#' /dev/null M`,
+	`python3 -m timeit -s 'import os' 'os.system("touch M")'`,
+	`echo 'import os; os.system("touch M")' | python3`, "python3 - <<'EOF'\nimport os\nos.system('touch M')\nEOF",
+	"python3 /dev/stdin <<'EOF'\nimport os\nos.system('touch M')\nEOF", `echo 'system "touch M"' | perl`,
+	`echo 'require("child_process").execSync("touch M")' | node`, "python3 -u -i -q",
+	`printf -v 'x[$(touch M)]' %s 1`, `test -v 'x[$(touch M)]'`, `[ -v 'x[$(touch M)]' ]`,
+	`x='y[$(touch M)]'; test -v "$x"`,
+	`git config alias.x '!touch M' && git x`, `git config core.fsmonitor 'touch M' && git status`,
+	`git -c core.fsmonitor='touch M' status`, `git ls-remote --upload-pack='touch M;git-upload-pack' .`,
+	`tar --checkpoint=1 --checkpoint-action=exec='touch M' -cf /dev/null f`, `tar --to-command='touch M' -xf a.tar`,
+	`tar -I 'touch M' -cf /dev/null f`, `ssh -o ProxyCommand='touch M' h`, `wget --use-askpass=touch http://127.0.0.1:1/`,
+	`zip a.zip f -T -TT 'touch M'`, `env -S 'touch M'`, `timeout 9 python3 - <<'EOF'` + "\nimport os\nos.system('touch M')\nEOF",
+}
+
 // FuzzAllowlist checks that no line the checker allows runs a command that
-// is not on the list: each allowed line runs under sh and bash with PATH
-// set to a directory of recording stubs, inside bubblewrap (read-only
-// root, no network), and every stub that ran must be a listed name.
+// is not on the list. Each allowed line runs under sh and bash inside
+// bubblewrap (read-only root, no network), once with PATH set to a
+// directory of recording stubs and the list ls echo grep nohup timeout
+// env, and once with the developer allowlist: the real listed tools beside
+// recording stubs of everything else (touch among them), in a fresh
+// directory holding a git repository and the files f and a.tar. Every stub
+// that ran must be a listed name, and every known bypass must be refused.
 func FuzzAllowlist(f *testing.F) {
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
@@ -58,12 +88,45 @@ func FuzzAllowlist(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	lookPath := func(name string) (string, error) {
-		p := filepath.Join(stubs, name)
-		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
-			return p, nil
+	lookIn := func(dir string) func(name string) (string, error) {
+		return func(name string) (string, error) {
+			p := filepath.Join(dir, name)
+			if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
+				return p, nil
+			}
+			return "", errors.New("not found")
 		}
-		return "", errors.New("not found")
+	}
+	lookPath := lookIn(stubs)
+	// The developer directory: real tools, and stubs for the rest.
+	dev := f.TempDir()
+	devLog := filepath.Join(dev, "ran.log")
+	var devEntries []string
+	for _, n := range append(slices.Clone(devTools), "ls", "echo", "grep", "nohup") {
+		p, err := exec.LookPath(n)
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				f.Fatalf("FuzzAllowlist needs %s (.ci/run installs it)", n)
+			}
+			continue // not installed here: it stays a stub
+		}
+		if err := os.Symlink(p, filepath.Join(dev, n)); err != nil {
+			f.Fatal(err)
+		}
+		devEntries = append(devEntries, n)
+	}
+	for _, n := range append(slices.Clone(stubNames), "touch", "mkdir", "id", "ln") {
+		if _, err := os.Lstat(filepath.Join(dev, n)); err == nil {
+			continue
+		}
+		script := "#!/bin/sh\necho " + n + " >> " + devLog + "\n"
+		if err := os.WriteFile(filepath.Join(dev, n), []byte(script), 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	devLookPath := lookIn(dev)
+	for _, seed := range bypassSeeds {
+		f.Add(seed)
 	}
 	for _, seed := range []string{
 		"ls", "ls -la | grep x", "echo a; ls", "ls; touch x", "ls && x", "ls $(x)", "echo `x`", "ls | sh -c x",
@@ -77,6 +140,34 @@ func FuzzAllowlist(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line string) {
 		if len(line) > 512 || strings.IndexByte(line, 0) >= 0 {
 			return
+		}
+		for _, shell := range []string{"/bin/sh", "/bin/bash"} {
+			c := &Checker{Entries: devEntries, Shell: shell, LookPath: devLookPath}
+			v, err := c.Check(line)
+			if err != nil || !v.Allowed {
+				continue
+			}
+			if slices.Contains(bypassSeeds, line) {
+				t.Fatalf("%s: the known bypass %q is allowed under the developer allowlist (commands %+v)", shell, line, v.Commands)
+			}
+			_ = os.Remove(devLog)
+			// A fresh work directory: a git repository and the files the
+			// payloads name, made by the real tools before the line runs.
+			setup := `printf 'a\nb\n' > f && tar -cf a.tar f && git init -q 2>/dev/null; exec "$0" -c "$1"`
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			cmd := exec.CommandContext(ctx, bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+				"--tmpfs", "/tmp", "--bind", dev, dev, "--unshare-all", "--die-with-parent", "--new-session",
+				"--chdir", "/tmp", "--", "/usr/bin/env", "-i", "PATH="+dev, "HOME=/tmp", shell, "-c", setup, shell, line)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			_ = cmd.Run() // the line's own exit status does not matter
+			cancel()
+			ran, _ := os.ReadFile(devLog)
+			for _, name := range strings.Fields(string(ran)) {
+				if !slices.Contains(devEntries, name) {
+					t.Fatalf("%s ran %q, which is not on the developer allowlist, from the allowed line %q (commands %+v)\n%s", shell, name, line, v.Commands, out.String())
+				}
+			}
 		}
 		for _, shell := range []string{"/bin/sh", "/bin/bash"} {
 			c := &Checker{Entries: fuzzEntries, Shell: shell, LookPath: lookPath}
