@@ -284,3 +284,32 @@ func interactiveInterpreter(t *testing.T, sc *Scope, dir, marker string) int {
 	}
 	return started
 }
+
+// A listed tool can also be told to run a program through the call's
+// env: the options these variables carry are the ones the checker refuses
+// on the command line, so they are refused as per-call overrides.
+func TestAllowlistEnvOptionsRunNothing(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"tar", "zip", "python3"} {
+		needTool(t, tool)
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "M")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("a\n"), 0o644))
+	reg := newTestRegistry(t, Config{Security: "allowlist", Allowlist: developerAllowlist})
+	sc := reg.Scope("attacker")
+	cases := []struct {
+		command string
+		env     map[string]string
+	}{
+		{"tar -cf a.tar f", map[string]string{"TAR_OPTIONS": "--checkpoint=1 --checkpoint-action=exec=touch\\ " + marker}},
+		{"zip -q a.zip f", map[string]string{"ZIPOPT": "-T -TT 'touch " + marker + "'"}},
+		{"python3 -V", map[string]string{"PYTHONINSPECT": "1"}},
+	}
+	for _, c := range cases {
+		res := mustExec(t, sc, &ExecRequest{Command: c.command, Workdir: dir, Env: c.env})
+		assert.Equal(t, StatusFailed, res.Details.Status, "%q with %v: %s", c.command, c.env, res.Text())
+		assert.Contains(t, res.Text(), "Security Violation: Environment variable", "%q: %s", c.command, res.Text())
+		assert.NoFileExists(t, marker, "%q with %v ran touch", c.command, c.env)
+	}
+}

@@ -360,6 +360,16 @@ var defaultOverrideOnlyKeys = []string{
 	"RESOLV_HOST_CONF", // older glibc resolver: host.conf to read
 	"LOCPATH",          // glibc: locale data files are loaded from here
 	"NLSPATH",          // catopen: message catalogs, whose strings may serve as printf formats
+
+	// archivers, rsync, python: options or programs read from the environment
+	"TAR_OPTIONS",        // GNU tar: options (--checkpoint-action=exec=, --to-command, -I)
+	"ZIPOPT",             // zip: options (-TT runs a command)
+	"ZIP",                // zip: options, like ZIPOPT
+	"UNZIP",              // unzip: options
+	"UNZIPOPT",           // unzip: options, like UNZIP
+	"RSYNC_RSH",          // rsync: remote shell program to run
+	"RSYNC_CONNECT_PROG", // rsync: command run to reach a daemon
+	"PYTHONINSPECT",      // python: interactive prompt after the script, reading code from stdin
 }
 
 // defaultOverrideOnlyPrefixes are the override-only key prefixes. Never
