@@ -269,7 +269,7 @@ func TestAddedKeys(t *testing.T) {
 	for _, k := range strings.Fields(addedPrefixExamples) {
 		rows = append(rows, row{k, hasAnyPrefix(k, strings.Fields(addedDroppedPrefixes))})
 	}
-	require.Len(t, rows, 56+75+11, "every added key has a row")
+	require.Len(t, rows, 56+83+11, "every added key has a row")
 
 	for _, r := range rows {
 		want := singleKeyViolation(upperASCII(r.key))
