@@ -637,7 +637,10 @@ func BenchmarkHeld(b *testing.B) {
 	n := int(benchEnvInt("BGEXEC_BENCH_HELD", 5000))
 	hard, restore := raiseNoFile(b)
 	b.Cleanup(restore) // after the registries' Close, registered below
-	held := newBenchRegistry(b, Config{Containment: ContainmentOff})
+	// The quotas leave room for the held sessions (100 a scope by default)
+	// and for those the sub-benchmarks start: this figure measures holding
+	// them, not the refusal past the defaults.
+	held := newBenchRegistry(b, Config{Containment: ContainmentOff, MaxSessions: n + DefaultMaxSessions, MaxSessionsPerScope: n + DefaultMaxSessionsPerScope})
 	none := newBenchRegistry(b, Config{Containment: ContainmentOff})
 	holdIdle(b, held, n, hard)
 	fds := fdsOpen()
@@ -959,7 +962,8 @@ func BenchmarkExecConcurrent(b *testing.B) {
 	_, restore := raiseNoFile(b)
 	b.Cleanup(restore)
 	env := benchEnv(b)
-	sc := newBenchRegistry(b, Config{Containment: ContainmentOff}).Scope("bench")
+	// All callers run in one scope at once: quotas above the callers.
+	sc := newBenchRegistry(b, Config{Containment: ContainmentOff, MaxSessions: callers + DefaultMaxSessions, MaxSessionsPerScope: callers + DefaultMaxSessionsPerScope}).Scope("bench")
 	var p benchPair
 	var failed atomic.Pointer[error]
 	round := func(side *benchSide, call func() error) {
@@ -1113,7 +1117,8 @@ func BenchmarkIdleSessions(b *testing.B) {
 func idleRun(b *testing.B, n int, mode Containment, hardFDs uint64) {
 	defer b.StartTimer() // b.Loop wants it running
 	ctx := context.Background()
-	reg, err := NewRegistry(Config{Shell: benchShell, Containment: mode})
+	// The n sessions run in one scope: quotas above n.
+	reg, err := NewRegistry(Config{Shell: benchShell, Containment: mode, MaxSessions: n + DefaultMaxSessions, MaxSessionsPerScope: n + DefaultMaxSessionsPerScope})
 	if err != nil {
 		b.Fatal(err)
 	}
