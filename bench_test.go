@@ -635,6 +635,9 @@ func holdIdle(b *testing.B, reg *Registry, n int, hardFDs uint64) {
 //     Target: p50-ratio ≤ 1 (no more than raw).
 func BenchmarkHeld(b *testing.B) {
 	n := int(benchEnvInt("BGEXEC_BENCH_HELD", 5000))
+	if testing.Short() {
+		n = min(n, 300) // CI's run of every benchmark: held sessions still, fast to start
+	}
 	hard, restore := raiseNoFile(b)
 	b.Cleanup(restore) // after the registries' Close, registered below
 	// The quotas leave room for the held sessions (100 a scope by default)
@@ -1081,6 +1084,9 @@ func idleCounts() []int {
 	}
 	if benchLarge() {
 		return []int{1000, 10000}
+	}
+	if testing.Short() {
+		return []int{100} // CI's run of every benchmark: the same path, fast
 	}
 	return []int{1000}
 }
