@@ -6,6 +6,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkScreen times the screen action on a full 120×30 terminal (every
@@ -22,12 +23,18 @@ func BenchmarkScreen(b *testing.B) {
 		return len(lines) == DefaultPTYRows && len(lines[DefaultPTYRows-1]) == DefaultPTYCols
 	}
 	screenReq := &ProcessRequest{Action: "screen", SessionID: id}
-	for i := 0; ; i++ {
+	// The shell may not have printed yet (a loaded machine can take a
+	// second to start it, and a quiet session counts as idle): wait for
+	// its 29th line before looking for the full screen.
+	if w := benchProcess(b, sc, &ProcessRequest{Action: "wait", SessionID: id, Pattern: "0{100}29", Timeout: ptr(Number(60000))}); w.Details.Condition != "pattern" {
+		b.Fatalf("the shell did not print its lines: %s", w.Text())
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
 		r := benchProcess(b, sc, &ProcessRequest{Action: "screen", SessionID: id, IdleMs: ptr(200.0), Timeout: ptr(Number(10000))})
 		if full(r) {
 			break
 		}
-		if i == 50 {
+		if time.Now().After(deadline) {
 			b.Fatalf("the screen never filled: %q", r.Text())
 		}
 	}

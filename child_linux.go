@@ -27,6 +27,8 @@ type osChild struct {
 	cg       *sessionCgroup // nil without cgroup containment
 	watchdog *watchdog      // learns the pgid, to kill it if this process dies
 
+	res resourceCache // the resources list and poll show
+
 	// sandboxed: the leader is bwrap, which reports a command killed by
 	// signal n as exit code 128+n (see sandboxSignal).
 	sandboxed bool

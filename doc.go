@@ -447,10 +447,19 @@
 // cpuMs (cpu.stat usage_usec, present in every v2 cgroup), memoryBytes
 // (memory.current or memory.usage_in_bytes; without a memory cgroup the
 // sum of resident sets), tasks (pids.current; else the process count)
-// and ports, the TCP sockets in LISTEN state (github.com/prometheus/procfs
-// reads /proc/<pid>/net/tcp and tcp6 in the session's network namespace)
-// whose inodes are among the session processes' descriptors. The list
-// line ends with "  [:3000, 412 MiB]". The ports last seen by such a look
+// and ports, the TCP sockets in LISTEN state (from /proc/<pid>/net/tcp
+// and tcp6 in the session's network namespace) whose inodes are among the
+// session processes' descriptors. The list line ends with
+// "  [:3000, 412 MiB]". A session's view is read at most once per 250 ms
+// and reused by the polls and lists in between, so it may be that old;
+// kill always reads it anew. The session's processes are its cgroup's;
+// without a cgroup, its process tree: the shell, what it started
+// (/proc/<pid>/task/<tid>/children), and every process seen so far that
+// still runs, even after its parent exited. Neither reads all of /proc,
+// so a poll costs the same on a host with thousands of processes. A
+// process that left the tree before any look saw it (a quick double
+// fork) is not counted there, though kill still kills it with the
+// process group. The ports last seen by such a look
 // (or by kill, which looks first) are named when the session ends:
 // poll's and wait's exit lines and kill's text add "Its listening port
 // :3000 is closed.".

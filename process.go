@@ -497,7 +497,7 @@ func (sc *Scope) kill(ctx context.Context, s *session.Session, _ *ProcessRequest
 	if isOSProcess(s.Process()) && sc.reg.cgroups == nil {
 		before, listErr = descendants(s.Pid())
 	}
-	sessionResources(s) // notes its listening ports for the result
+	refreshResources(s) // notes its listening ports for the result
 	if !s.Kill() {
 		return failure("No active session found for " + s.ID()), nil
 	}

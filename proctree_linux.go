@@ -26,7 +26,10 @@ type procStat struct {
 	start    string
 	comm     string
 	state    byte
-	exitCode int // the wait status of a zombie (waitpid's form)
+	exitCode int   // the wait status of a zombie (waitpid's form)
+	cpuTicks int64 // user plus system time, in clock ticks (USER_HZ, 100 a second)
+	rssPages int64 // resident set, in pages
+	threads  int
 }
 
 // readStat parses /proc/<pid>/stat. An error for which procGone holds
@@ -42,14 +45,20 @@ func readStat(pid int) (procStat, error) {
 		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	f := strings.Fields(s[end+2:])
-	// After the comm: state(0) ppid(1) pgrp(2) … starttime(19) …
+	// After the comm: state(0) ppid(1) pgrp(2) … utime(11) stime(12) …
+	// num_threads(17) … starttime(19) vsize(20) rss(21) …
 	// exit_code(49, Linux 3.5+).
-	if len(f) < 20 {
+	if len(f) < 22 {
 		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	st := procStat{start: f[19], comm: s[open+1 : end], state: f[0][0]}
 	st.ppid, _ = strconv.Atoi(f[1])
 	st.pgrp, _ = strconv.Atoi(f[2])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	st.cpuTicks = ut + stime
+	st.threads, _ = strconv.Atoi(f[17])
+	st.rssPages, _ = strconv.ParseInt(f[21], 10, 64)
 	if len(f) > 49 {
 		st.exitCode, _ = strconv.Atoi(f[49])
 	}
@@ -62,10 +71,131 @@ func procGone(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
 }
 
-// descendants lists the live descendants of root (root excluded), walking
-// the parent links of every process in /proc. An error means the list may
-// be incomplete.
+// descendants lists the live descendants of root (root excluded), from
+// the kernel's per-task children lists (see [walkTree]), or, on a kernel
+// without them, from the parent links of every process in /proc. An error
+// means the list may be incomplete.
 func descendants(root int) ([]procRef, error) {
+	procs, err := walkTree(root, nil)
+	if errors.Is(err, errNoChildrenFiles) {
+		return scanDescendants(root)
+	}
+	out := make([]procRef, 0, len(procs))
+	for _, p := range procs {
+		if p.pid != root {
+			out = append(out, p.procRef)
+		}
+	}
+	return out, err
+}
+
+// errNoChildrenFiles means the kernel has no /proc/<pid>/task/<tid>/children
+// (CONFIG_PROC_CHILDREN is off).
+var errNoChildrenFiles = errors.New("/proc/<pid>/task/<tid>/children is not available")
+
+// treeProc is a live process of a session's tree with its stat.
+type treeProc struct {
+	procRef
+	st procStat
+}
+
+// walkTree lists the live processes of the tree rooted at root, root
+// included when alive: root, the processes of known that are still the
+// same processes (a pid and its start time), and everything below them,
+// found through /proc/<pid>/task/<tid>/children, which the kernel keeps per
+// thread. It reads a few files per process of the tree and never scans
+// /proc, so its cost does not depend on the host's process count. Passing
+// the previous result as known keeps a process whose parent exited (it is
+// reparented out of the tree) once it has been seen. Zombies are left out.
+// An error means the list may be incomplete; errNoChildrenFiles means the
+// kernel cannot list children at all.
+func walkTree(root int, known []procRef) ([]treeProc, error) {
+	seen := make(map[int]bool, len(known)+1)
+	var out []treeProc
+	var errs []error
+	queue := make([]int, 0, len(known)+1)
+	queue = append(queue, root)
+	starts := make(map[int]string, len(known))
+	for _, p := range known {
+		if p.pid != root {
+			queue = append(queue, p.pid)
+			starts[p.pid] = p.start
+		}
+	}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		st, err := readStat(pid)
+		if err != nil {
+			if !procGone(err) && len(errs) == 0 {
+				errs = append(errs, err) // it may be a live member: say so once
+			}
+			continue
+		}
+		if want, ok := starts[pid]; ok && want != st.start {
+			continue // a known pid now names another process
+		}
+		if st.state == 'Z' {
+			continue
+		}
+		out = append(out, treeProc{procRef{pid: pid, start: st.start, comm: st.comm}, st})
+		kids, err := childrenOf(pid, st.threads)
+		switch {
+		case err == nil:
+		case pid == root && errors.Is(err, fs.ErrNotExist) && len(out) == 1:
+			if _, serr := readStat(pid); serr == nil {
+				return nil, errNoChildrenFiles // alive, yet no children file
+			}
+		case !procGone(err) && len(errs) == 0:
+			errs = append(errs, err)
+		}
+		queue = append(queue, kids...)
+	}
+	return out, errors.Join(errs...)
+}
+
+// childrenOf reads the children of every thread of pid (a child belongs to
+// the thread that forked it). A single-threaded process costs one read.
+func childrenOf(pid, threads int) ([]int, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tids := []string{strconv.Itoa(pid)}
+	if threads > 1 {
+		f, err := os.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		tids, err = f.Readdirnames(-1)
+		f.Close() // Best effort: a directory opened for reading only.
+		if err != nil {
+			return nil, err
+		}
+	}
+	var kids []int
+	var first error
+	for _, tid := range tids {
+		b, err := os.ReadFile(dir + tid + "/children")
+		if err != nil {
+			if first == nil && (threads <= 1 || !procGone(err)) {
+				first = err // a thread that exited meanwhile took no children with it
+			}
+			continue
+		}
+		for f := range strings.FieldsSeq(string(b)) {
+			if k, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, k)
+			}
+		}
+	}
+	return kids, first
+}
+
+// scanDescendants is descendants for a kernel without children files: it
+// walks the parent links of every process in /proc.
+func scanDescendants(root int) ([]procRef, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err

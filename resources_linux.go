@@ -6,50 +6,98 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/bgexec/bgexec/internal/session"
-	"github.com/prometheus/procfs"
 )
+
+// resourceTTL is how long a session's resource view is reused: polls and
+// lists within it read no /proc or cgroup file. kill reads anew.
+const resourceTTL = 250 * time.Millisecond
+
+// resourceCache is a session's last resource view, owned by its osChild.
+// Safe for concurrent use.
+type resourceCache struct {
+	mu   sync.Mutex // guards the fields below
+	at   time.Time  // when view was read
+	view *Resources // nil before the first read
+	// known are the session's processes seen so far (process-group
+	// containment): each read walks down from them and the leader, so a
+	// process stays counted after its parent exits.
+	known []procRef
+}
 
 // resourceScan reads the resources of sessions for one call; the TCP
 // tables of each network namespace are read once per scan. Not safe for
 // concurrent use.
 type resourceScan struct {
-	fs     procfs.FS
-	err    error
 	tables map[string]map[uint64]Listener // by network namespace: listening sockets by inode
 }
 
-func newResourceScan() *resourceScan {
-	fs, err := procfs.NewFS("/proc")
-	return &resourceScan{fs: fs, err: err, tables: make(map[string]map[uint64]Listener)}
-}
+func newResourceScan() *resourceScan { return &resourceScan{} }
 
-// sessionResources reads what a running session uses now (see
-// [resourceScan.of]).
+// sessionResources is what a running session uses (see [resourceScan.of]).
 func sessionResources(s *session.Session) *Resources { return newResourceScan().of(s) }
 
-// of reads what a running session uses now, and records its listening
-// ports with it for the text of its end. It returns nil for a session
-// that is not a real process.
-func (rs *resourceScan) of(s *session.Session) *Resources {
+// refreshResources reads what a running session uses now, whatever the
+// age of its last view, and records its listening ports (kill looks
+// before it kills).
+func refreshResources(s *session.Session) { newResourceScan().view(s, true) }
+
+// of returns what a running session uses: its last view when younger than
+// resourceTTL, else one read now, which also records its listening ports
+// for the text of its end. It returns nil for a session that is not a
+// real process.
+func (rs *resourceScan) of(s *session.Session) *Resources { return rs.view(s, false) }
+
+func (rs *resourceScan) view(s *session.Session, fresh bool) *Resources {
 	c, ok := s.Process().(*osChild)
-	if !ok || rs.err != nil {
+	if !ok {
 		return nil
 	}
-	fs := rs.fs
+	rc := &c.res
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if fresh || rc.view == nil || time.Since(rc.at) >= resourceTTL {
+		rc.view = rs.read(c, rc)
+		rc.at = time.Now()
+		// Under the lock, so that views noted in turn are noted in order
+		// (a session method that only takes the session's own lock).
+		s.NoteListeners(rc.view.portNames())
+	}
+	r := *rc.view
+	r.Ports = slices.Clone(r.Ports)
+	return &r
+}
+
+// read reads what the session of c uses now. Without a cgroup, its
+// processes are those of its tree (see [walkTree]), learned incrementally
+// in rc.known; never all of /proc.
+func (rs *resourceScan) read(c *osChild, rc *resourceCache) *Resources {
 	var pids []int
+	var stats []procStat // of pids, when read already
 	if c.cg != nil {
 		pids, _ = c.cg.procs() // an unreadable cgroup shows as idle
-	} else {
+	} else if procs, err := walkTree(c.leader, rc.known); errors.Is(err, errNoChildrenFiles) {
+		// A kernel without children files: the old way, all of /proc.
 		pids, _ = groupMembers(c.leader)
 		pids = append(pids, c.leader)
+	} else {
+		// An error leaves out what could not be read: it shows as idle.
+		rc.known = rc.known[:0]
+		for _, p := range procs {
+			pids = append(pids, p.pid)
+			stats = append(stats, p.st)
+			rc.known = append(rc.known, p.procRef)
+		}
 	}
 	r := &Resources{CPUMs: -1, MemoryBytes: -1, Tasks: -1}
 	if c.cg != nil {
@@ -57,23 +105,25 @@ func (rs *resourceScan) of(s *session.Session) *Resources {
 	}
 	if r.CPUMs < 0 || r.MemoryBytes < 0 {
 		// No cgroup counter: add up the live processes' own.
-		var cpu float64
-		var rss int64
-		for _, pid := range pids {
-			p, err := fs.Proc(pid)
-			if err != nil {
-				continue
+		var ticks, pages int64
+		for i, pid := range pids {
+			var st procStat
+			if i < len(stats) {
+				st = stats[i]
+			} else {
+				var err error
+				if st, err = readStat(pid); err != nil {
+					continue
+				}
 			}
-			if st, err := p.Stat(); err == nil {
-				cpu += st.CPUTime()
-				rss += int64(st.ResidentMemory())
-			}
+			ticks += st.cpuTicks
+			pages += st.rssPages
 		}
 		if r.CPUMs < 0 {
-			r.CPUMs = int64(cpu * 1000)
+			r.CPUMs = ticks * 1000 / userHZ
 		}
 		if r.MemoryBytes < 0 {
-			r.MemoryBytes = rss
+			r.MemoryBytes = pages * int64(os.Getpagesize())
 		}
 	}
 	if r.Tasks < 0 {
@@ -83,9 +133,12 @@ func (rs *resourceScan) of(s *session.Session) *Resources {
 	if r.Ports == nil {
 		r.Ports = []Listener{}
 	}
-	s.NoteListeners(r.portNames())
 	return r
 }
+
+// userHZ is the unit of the CPU times in /proc/<pid>/stat: clock ticks,
+// 100 a second on every Linux architecture (USER_HZ).
+const userHZ = 100
 
 // counters fills in the cgroup's CPU, memory and task counters; a counter
 // it cannot read stays -1.
@@ -129,15 +182,7 @@ func (rs *resourceScan) listeners(pids []int) []Listener {
 	var inodes []uint64
 	netPid := 0
 	for _, pid := range pids {
-		p, err := rs.fs.Proc(pid)
-		if err != nil {
-			continue
-		}
-		targets, err := p.FileDescriptorTargets()
-		if err != nil {
-			continue
-		}
-		for _, t := range targets {
+		for _, t := range fdTargets(pid) {
 			if v, ok := strings.CutPrefix(t, "socket:["); ok {
 				if ino, err := strconv.ParseUint(strings.TrimSuffix(v, "]"), 10, 64); err == nil {
 					inodes = append(inodes, ino)
@@ -164,6 +209,28 @@ func (rs *resourceScan) listeners(pids []int) []Listener {
 	return slices.Compact(out)
 }
 
+// fdTargets reads where the open descriptors of pid point ("socket:[123]",
+// "/dev/null" …); nil when they cannot be read.
+func fdTargets(pid int) []string {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close() // Best effort: a directory opened for reading only.
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if t, err := os.Readlink(dir + n); err == nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // table returns the listening sockets of pid's network namespace, by
 // inode, read once per scan and namespace.
 func (rs *resourceScan) table(pid int) map[uint64]Listener {
@@ -172,6 +239,9 @@ func (rs *resourceScan) table(pid int) map[uint64]Listener {
 		if t, ok := rs.tables[ns]; ok {
 			return t
 		}
+	}
+	if rs.tables == nil {
+		rs.tables = make(map[string]map[uint64]Listener)
 	}
 	t := make(map[uint64]Listener)
 	for _, name := range []string{"tcp", "tcp6"} {

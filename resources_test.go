@@ -3,10 +3,13 @@
 package bgexec
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -130,4 +133,53 @@ func TestResourcesParseListeners(t *testing.T) {
 		222: {Port: 8080, Address: "::1"},
 		444: {Port: 81, Address: "127.0.0.1"},
 	}, got, "established sockets and garbage are skipped")
+}
+
+// Without a cgroup a session's processes are its process tree, learned as
+// it grows: a listener whose parent exits (the kernel reparents it out of
+// the tree) still counts once seen, and kill still names its port.
+func TestResourcesProcessTreeWithoutCgroup(t *testing.T) {
+	t.Parallel()
+	py := needTool(t, "python3")
+	script := filepath.Join(t.TempDir(), "listen.py")
+	require.NoError(t, os.WriteFile(script, []byte(`import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print("port", s.getsockname()[1], flush=True)
+time.sleep(300)
+`), 0o600))
+	reg := newTestRegistry(t, Config{Containment: ContainmentOff})
+	sc := reg.Scope("agent:tree")
+	// The inner shell starts the listener and exits on a line of input;
+	// the session's shell then becomes a sleep.
+	res := mustExec(t, sc, &ExecRequest{Command: "sh -c '" + py + " " + script + " & read x'; exec sleep 300", Background: true, Stdin: "pipe"})
+	id := res.Details.SessionID
+	w := mustProcess(t, sc, &ProcessRequest{Action: "wait", SessionID: id, Pattern: `port \d+`, Timeout: ptr(Number(60000))})
+	require.Equal(t, "pattern", w.Details.Condition, w.Text())
+	port, _ := strconv.Atoi(strings.TrimPrefix(w.Details.Matched, "port "))
+	s := sessionOf(reg, id)
+	refreshResources(s)
+	r := sessionResources(s)
+	require.NotNil(t, r)
+	require.Equal(t, 3, r.Tasks, "the shell, the inner shell and the listener")
+	require.Equal(t, []Listener{{Port: port, Address: "127.0.0.1"}}, r.Ports)
+
+	mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "\n"})
+	// The inner shell exits: the listener's parent is no longer in the tree.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		refreshResources(s)
+		if r = sessionResources(s); r.Tasks < 3 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the inner shell did not exit: %+v", r)
+		time.Sleep(10 * time.Millisecond) // the shell is reading its line
+	}
+	assert.Equal(t, 2, r.Tasks, "the session's sleep and the reparented listener")
+	assert.Equal(t, []Listener{{Port: port, Address: "127.0.0.1"}}, r.Ports, "the reparented listener still counts")
+	poll := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id})
+	require.NotNil(t, poll.Details.Resources)
+	assert.Equal(t, r.Ports, poll.Details.Resources.Ports)
+
+	kill := mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	assert.Equal(t, "Killed session "+id+". Its listening port :"+strconv.Itoa(port)+" is closed.", kill.Text())
 }

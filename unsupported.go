@@ -69,6 +69,7 @@ func (*limitRoot) retryDirty()                                 {}
 func descriptorRefusal() string { return "" }
 
 func sessionResources(any) *Resources { return nil }
+func refreshResources(any)            {}
 
 type resourceScan struct{}
 

@@ -65,6 +65,7 @@ exec-concurrent ^BenchmarkExecConcurrent$   10x   2x
 exec-peers      ^BenchmarkExecPeers$        300x  10x
 ingest-pty      ^BenchmarkIngestPTY$        3x    1x
 idle-sessions   ^BenchmarkIdleSessions$     1x    1x
+busy-host       ^BenchmarkBusyHost$         20x   3x
 latency         ^BenchmarkLatency$          300x  10x
 '
 echo "$figures" | while read -r name pattern benchtime quicktime; do
