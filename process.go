@@ -66,6 +66,11 @@ type ProcessRequest struct {
 	// pipe session with open stdin, poll also uses it (default 500) to say
 	// that an unfinished last line may be a prompt.
 	IdleMs *float64 `json:"idleMs,omitzero"`
+	// Screen makes write, send-keys, submit and paste on a PTY session
+	// answer with the settled screen after sending (as the screen action
+	// with IdleMs and Timeout would), so one call is one step of a
+	// terminal program. Default false.
+	Screen bool `json:"screen,omitzero"`
 }
 
 // Limits of process parameters.
@@ -171,10 +176,10 @@ const (
 var processActions = map[string]actionHandler{
 	"poll":      {noSession, (*Scope).poll},
 	"log":       {noSession, (*Scope).log},
-	"write":     {noActiveSession, (*Scope).write},
-	"send-keys": {noActiveSession, (*Scope).sendKeys},
-	"submit":    {noActiveSession, (*Scope).submit},
-	"paste":     {noActiveSession, (*Scope).paste},
+	"write":     {noActiveSession, thenScreen((*Scope).write)},
+	"send-keys": {noActiveSession, thenScreen((*Scope).sendKeys)},
+	"submit":    {noActiveSession, thenScreen((*Scope).submit)},
+	"paste":     {noActiveSession, thenScreen((*Scope).paste)},
 	"kill":      {noActiveSession, (*Scope).kill},
 	"clear":     {noFinishedSession, (*Scope).clearSession},
 	"remove":    {noSession, (*Scope).remove},

@@ -87,7 +87,7 @@ Actions (all but list need sessionId):
 
 Patterns that work:
 - Servers and watchers: start them with exec background: true, then wait once for their port (port) or their ready line (pattern) before using them.
-- Full-screen programs (vim, less, top, htop, any TUI): start with pty: true and read them with screen, not poll or log, which show the raw stream. Wait for the first screen before typing (screen with idleMs: 500), then after each key press read screen with idleMs again.
+- Full-screen programs (vim, less, top, htop, any TUI): start with pty: true and read them with screen, not poll or log, which show the raw stream. Wait for the first screen before typing (screen with idleMs: 500), then send each key press with screen: true and idleMs (one call per step).
 - REPLs and shells under pty (python3, node, bash -i): paste multi-line code (bracketed paste), then submit to run it: a paste alone does not press Enter. Then poll with idleMs (e.g. 300) and a timeout to read the whole answer.
 - A plain command asking a question on a pipe (stdin: "pipe"): when poll shows "(waiting for input?)" after an unfinished line, answer with write (data ending in "\n").
 
@@ -270,6 +270,11 @@ const processSchema = `{
       "minimum": 0,
       "maximum": 600000,
       "description": "poll, wait and screen (bgexec addition): milliseconds of quiet. poll and wait return once new output has arrived and then none for idleMs (or at the exit or the timeout; poll without timeout waits up to 5000 ms). screen first waits until no output has arrived for idleMs (bounded by timeout, default 5000). Use it after typing, so you read the whole answer instead of its first bytes."
+    },
+    "screen": {
+      "type": "boolean",
+      "default": false,
+      "description": "write, send-keys, submit and paste on a pty session (bgexec addition): after sending, return the screen as the screen action would (with idleMs and timeout), so one call is one step."
     }
   },
   "required": ["action"],

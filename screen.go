@@ -82,9 +82,43 @@ func (sc *Scope) screen(ctx context.Context, s *session.Session, req *ProcessReq
 		exitDetails(&d, &sn.Exit)
 	}
 	text := scr.Text
+	switch {
+	case text != "":
+	case s.NothingPrinted():
+		text = fmt.Sprintf("(blank screen: no output yet after %d ms)", sn.Runtime.Milliseconds())
+	default:
+		text = "(blank screen)"
+	}
 	if capped && !quiet && !sn.Ended && ctx.Err() == nil {
 		// The output had not settled when the cap ended the quiet wait.
 		text += "\n\n" + sc.reg.cfg.cappedNote("timeout", asked, "call screen again to keep waiting for quiet.")
 	}
 	return textResult(text, d), nil
+}
+
+// thenScreen wraps an input action: with screen: true it answers with the
+// action's confirmation line, then the settled screen, so a step of a
+// terminal program is one call. A session without a terminal is refused
+// before anything is sent.
+func thenScreen(send func(*Scope, context.Context, *session.Session, *ProcessRequest) (*Result, error)) func(*Scope, context.Context, *session.Session, *ProcessRequest) (*Result, error) {
+	return func(sc *Scope, ctx context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
+		if !req.Screen {
+			return send(sc, ctx, s, req)
+		}
+		if !s.PTY() {
+			return failure("Session " + s.ID() + " has no terminal, so screen: true does not apply; send without it, then poll."), nil
+		}
+		if _, bad := idleArg(req.IdleMs); bad != nil {
+			return bad, nil // refused before anything is sent
+		}
+		sent, err := send(sc, ctx, s, req)
+		if err != nil || sent.IsError {
+			return sent, err
+		}
+		scr, err := sc.screen(ctx, s, req)
+		if err != nil || scr.IsError {
+			return sent, err
+		}
+		return textResult(sent.Text()+"\n\n"+scr.Text(), scr.Details), nil
+	}
 }

@@ -194,6 +194,11 @@ type Session struct {
 	listeners    []string      // TCP ports last seen listening (NoteListeners)
 	shellCode    *int          // the shell's exit code then
 
+	// Input, for the settle of screen, poll and wait (settle.go).
+	inputAt   time.Time // when the agent last sent input (zero: never)
+	inputRaw  int64     // rawBytes then
+	inputOpen bool      // no screen, poll or wait has read since
+
 	hinted atomic.Bool // ReadOnlyHint was handed out
 }
 
@@ -711,7 +716,7 @@ func (s *Session) PollIdle(ctx context.Context, d, idle time.Duration) Drained {
 	until := time.Now().Add(d)
 	s.waitChange(ctx, d, func() bool { return !s.out.pending.empty() })
 	if idle > 0 && !s.ended && !s.out.pending.empty() {
-		s.waitQuietLocked(ctx, until, idle, true)
+		s.settleLocked(ctx, until.Add(-d), until, idle, false, true)
 	}
 	dr := s.drainLocked()
 	if !dr.Snap.Ended {
@@ -855,6 +860,7 @@ func (s *Session) Writable() bool {
 // Write writes p to the child's stdin (or PTY), waiting at most bound for
 // the child to take it (0 = no bound). It reports what was delivered.
 func (s *Session) Write(p []byte, bound time.Duration) (int, error) {
+	s.noteInput()
 	s.stdinMu.Lock()
 	defer s.stdinMu.Unlock()
 	if s.stdin == nil || s.stdinEOF {

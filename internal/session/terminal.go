@@ -234,21 +234,21 @@ func (t *terminal) close() {
 	t.skip = skipper{}
 }
 
-// Screen renders a PTY session's screen. With idle > 0 it first waits
-// until no output has arrived for idle (counted from the last output, or
-// the start), the session ends, d passes or ctx ends; quiet says whether
-// the output went quiet (true without idle). ok is false for a pipe
-// session, which has no screen.
+// Screen renders a PTY session's screen once it settled (see
+// settleLocked): input no output has followed yet, or a session that
+// printed nothing yet, is first given until d to print; with idle > 0 the
+// screen then waits until no output has arrived for idle, counted from the
+// later of the call's start, the last input and the last output. It stops
+// at the end, after d or when ctx ends; quiet says whether the output
+// settled. ok is false for a pipe session, which has no screen.
 func (s *Session) Screen(ctx context.Context, idle, d time.Duration) (scr Screen, sn Snapshot, quiet, ok bool) {
 	if s.term == nil {
 		return Screen{}, Snapshot{}, false, false
 	}
-	quiet = true
-	if idle > 0 {
-		s.mu.Lock()
-		quiet = s.waitQuietLocked(ctx, time.Now().Add(d), idle, false) // a screen does not report the end
-		s.mu.Unlock()
-	}
+	start := time.Now()
+	s.mu.Lock()
+	quiet = s.settleLocked(ctx, start, start.Add(d), idle, true, false) // a screen does not report the end
+	s.mu.Unlock()
 	return s.term.screen(), s.Snapshot(0), quiet, true
 }
 

@@ -1,0 +1,110 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests drive terminal programs at think time 0: each step is one
+// call, read once, with no retries and no sleeps between calls, as a model
+// that answers at once would.
+
+// step sends input with screen: true and returns the settled screen.
+func step(t *testing.T, sc *Scope, id, action string, args map[string]any) *Result {
+	t.Helper()
+	a := map[string]any{"action": action, "sessionId": id, "screen": true, "idleMs": 300, "timeout": 10000}
+	for k, v := range args {
+		a[k] = v
+	}
+	return agentProcess(t, sc, a)
+}
+
+// firstScreen reads the screen once with idleMs 300.
+func firstScreen(t *testing.T, sc *Scope, id string) *Result {
+	t.Helper()
+	return agentProcess(t, sc, map[string]any{"action": "screen", "sessionId": id, "idleMs": 300, "timeout": 15000})
+}
+
+func TestScreenSettlesAfterTheKeys(t *testing.T) {
+	t.Parallel()
+	t.Run("a program that starts late is waited for", func(t *testing.T) {
+		t.Parallel()
+		needTool(t, "vim")
+		sc := newTestRegistry(t, Config{}).Scope("agent")
+		id := startTUI(t, sc, "sleep 1.5; vim --clean -n")
+		scr := firstScreen(t, sc, id)
+		assert.Regexp(t, `(?m)^~$`, scr.Text(), "one screen call shows vim")
+		assert.Equal(t, true, *scr.Details.AlternateScreen)
+	})
+	t.Run("a screen with nothing drawn says so", func(t *testing.T) {
+		t.Parallel()
+		sc := newTestRegistry(t, Config{}).Scope("agent")
+		id := startTUI(t, sc, "sleep 30")
+		scr := agentProcess(t, sc, map[string]any{"action": "screen", "sessionId": id, "timeout": 200})
+		assert.Regexp(t, `^\(blank screen: no output yet after \d+ ms\)`, scr.Text())
+	})
+	t.Run("screen: true on a pipe session is refused before sending", func(t *testing.T) {
+		t.Parallel()
+		sc := newTestRegistry(t, Config{}).Scope("agent")
+		res := callTool(t, sc, ToolExec, map[string]any{"command": "cat", "stdin": "pipe", "background": true})
+		id := res.Details.SessionID
+		w := callTool(t, sc, ToolProcess, map[string]any{"action": "write", "sessionId": id, "data": "x\n", "screen": true})
+		require.True(t, w.IsError)
+		assert.Contains(t, w.Text(), "has no terminal")
+		log := agentProcess(t, sc, map[string]any{"action": "log", "sessionId": id})
+		assert.Equal(t, "(no output yet)", log.Text(), "nothing was sent")
+		agentProcess(t, sc, map[string]any{"action": "kill", "sessionId": id})
+	})
+}
+
+func TestTUILessThinkTimeZero(t *testing.T) {
+	t.Parallel()
+	needTool(t, "less")
+	sc := newTestRegistry(t, Config{}).Scope("agent")
+	file := filepath.Join(t.TempDir(), "numbers.txt")
+	var b strings.Builder
+	for i := 1; i <= 500; i++ {
+		fmt.Fprintf(&b, "number %d\n", i)
+	}
+	require.NoError(t, os.WriteFile(file, []byte(b.String()), 0o644))
+	id := startTUI(t, sc, "less "+shellQuote(file))
+
+	assert.Regexp(t, `^number 1\n`, firstScreen(t, sc, id).Text())
+	page := step(t, sc, id, "send-keys", map[string]any{"keys": []string{"Space"}})
+	assert.Regexp(t, `(?m)^Sent 1 bytes to session \S+\.\n\nnumber 30\n`, page.Text(), "the page after Space")
+	page = step(t, sc, id, "send-keys", map[string]any{"keys": []string{"PgDn"}})
+	assert.Regexp(t, `\n\nnumber 59\n`, page.Text(), "the page after PgDn")
+	found := step(t, sc, id, "send-keys", map[string]any{"literal": "/number 250$", "keys": []string{"Enter"}})
+	assert.Regexp(t, `\n\nnumber 250\n`, found.Text(), "the search result at the top")
+	step(t, sc, id, "send-keys", map[string]any{"keys": []string{"q"}})
+	awaitExitByCall(t, sc, id)
+}
+
+func TestTUIVimThinkTimeZero(t *testing.T) {
+	t.Parallel()
+	needTool(t, "vim")
+	sc := newTestRegistry(t, Config{}).Scope("agent")
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	id := startTUI(t, sc, "vim --clean -n "+shellQuote(file))
+
+	assert.Regexp(t, `(?m)^~$`, firstScreen(t, sc, id).Text())
+	ins := step(t, sc, id, "send-keys", map[string]any{"keys": []string{"i"}})
+	assert.Regexp(t, `(?m)^-- INSERT --`, ins.Text())
+	two := step(t, sc, id, "paste", map[string]any{"text": "first line\nsecond line", "bracketed": false})
+	assert.Regexp(t, `\n\nfirst line\nsecond line\n`, two.Text())
+	step(t, sc, id, "send-keys", map[string]any{"keys": []string{"Escape"}, "literal": ""})
+	w := step(t, sc, id, "send-keys", map[string]any{"literal": ":wq", "keys": []string{"Enter"}})
+	assert.NotContains(t, w.Text(), "-- INSERT --")
+	awaitExitByCall(t, sc, id)
+	got, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, "first line\nsecond line\n", string(got))
+}
