@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,8 +105,36 @@ func TestTUIVimThinkTimeZero(t *testing.T) {
 	step(t, sc, id, "send-keys", map[string]any{"keys": []string{"Escape"}, "literal": ""})
 	w := step(t, sc, id, "send-keys", map[string]any{"literal": ":wq", "keys": []string{"Enter"}})
 	assert.NotContains(t, w.Text(), "-- INSERT --")
-	awaitExitByCall(t, sc, id)
+	end := awaitExitByCall(t, sc, id)
+	assert.NotContains(t, end.Text(), "first line", "the wait after :wq returns only what came after the last screen")
+	assert.Less(t, len(end.Text()), 400, "no raw dump:\n%q", end.Text())
 	got, err := os.ReadFile(file)
 	require.NoError(t, err)
 	assert.Equal(t, "first line\nsecond line\n", string(got))
+}
+
+func TestWaitAfterAFloodReturnsABoundedTail(t *testing.T) {
+	t.Parallel()
+	for _, pty := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pty %v", pty), func(t *testing.T) {
+			t.Parallel()
+			sc := newTestRegistry(t, Config{}).Scope("agent")
+			res := callTool(t, sc, ToolExec, map[string]any{"command": "seq 1 5000; echo READY; sleep 30", "pty": pty, "background": true})
+			id := res.Details.SessionID
+			w := agentProcess(t, sc, map[string]any{"action": "wait", "sessionId": id, "pattern": "^READY$", "timeout": 30000})
+			require.Equal(t, "pattern", w.Details.Condition, w.Text())
+			assert.Less(t, len(w.Text()), 2600, "a bounded tail, not the flood:\n%s", w.Text())
+			assert.Contains(t, w.Text(), "Pattern matched: READY")
+			assert.Contains(t, w.Text(), "\n4999\n5000\nREADY\n", "the end of the new output")
+			m := regexp.MustCompile(`\[(\d+) earlier lines of new output not shown: process log offset (\d+) limit (\d+)\]`).FindStringSubmatch(w.Text())
+			require.NotNil(t, m, w.Text())
+			off, _ := strconv.Atoi(m[2])
+			lim, _ := strconv.Atoi(m[3])
+			log := agentProcess(t, sc, map[string]any{"action": "log", "sessionId": id, "offset": off, "limit": lim})
+			lines := strings.Split(log.Text(), "\n")
+			assert.Equal(t, "1", lines[0], "the log offset names the first line not shown")
+			assert.Equal(t, "4981", lines[len(lines)-1], "and the limit the last")
+			agentProcess(t, sc, map[string]any{"action": "kill", "sessionId": id})
+		})
+	}
 }

@@ -75,6 +75,20 @@ func (s *Session) waitOutputLocked(ctx context.Context, until time.Time, reports
 	return true
 }
 
+// shownLocked consumes the pending output a screen has just shown: a poll
+// or wait afterwards returns only what came after it, not the raw stream of
+// what the agent has seen (the log keeps it).
+func (s *Session) shownLocked() {
+	s.out.drain() // the text is on the screen; what it lost does not matter
+}
+
+// totalLinesLocked is the number of log lines printed so far (an unfinished
+// last line counts), the offset after the last one.
+func (s *Session) totalLinesLocked() int64 {
+	none := int64(0)
+	return s.out.page(nil, &none, 0).TotalLines
+}
+
 // quietSinceLocked is how long no output has arrived, counted from from at
 // the earliest.
 func (s *Session) quietSinceLocked(from time.Time) time.Duration {

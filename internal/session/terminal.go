@@ -235,7 +235,8 @@ func (t *terminal) close() {
 }
 
 // Screen renders a PTY session's screen once it settled (see
-// settleLocked): input no output has followed yet, or a session that
+// settleLocked), and consumes the pending output it shows, so the next
+// poll or wait returns only what came after: input no output has followed yet, or a session that
 // printed nothing yet, is first given until d to print; with idle > 0 the
 // screen then waits until no output has arrived for idle, counted from the
 // later of the call's start, the last input and the last output. It stops
@@ -247,9 +248,13 @@ func (s *Session) Screen(ctx context.Context, idle, d time.Duration) (scr Screen
 	}
 	start := time.Now()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	quiet = s.settleLocked(ctx, start, start.Add(d), idle, true, false) // a screen does not report the end
-	s.mu.Unlock()
-	return s.term.screen(), s.Snapshot(0), quiet, true
+	// Rendered under s.mu: the reader feeds the emulator before it records
+	// the text, so all the pending output is on this screen.
+	scr = s.term.screen()
+	s.shownLocked()
+	return scr, s.snapshotLocked(), quiet, true
 }
 
 // ResizeRemote resizes a PTY session whose terminal is elsewhere (a node's,

@@ -69,6 +69,9 @@ const (
 type Waited struct {
 	Condition string
 	Matched   string // the matching line
+	// Lines is the number of log lines printed when the output was
+	// drained: the log offset just after Text.
+	Lines int64
 	Drained
 }
 
@@ -159,7 +162,7 @@ func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
 			s.lineWaiters = slices.Delete(s.lineWaiters, i, i+1) // zeroes the freed slot
 		}
 	}
-	w := Waited{Condition: cond, Drained: s.drainLocked()}
+	w := Waited{Condition: cond, Drained: s.drainLocked(), Lines: s.totalLinesLocked()}
 	if lw != nil {
 		w.Matched = lw.matched
 	}
