@@ -71,6 +71,9 @@ type ProcessRequest struct {
 	// with IdleMs and Timeout would), so one call is one step of a
 	// terminal program. Default false.
 	Screen bool `json:"screen,omitzero"`
+	// Attributes makes a screen mark reverse-video, bold and underlined
+	// runs in its text: ⟦r⟧…⟦/r⟧, ⟦b⟧…⟦/b⟧, ⟦u⟧…⟦/u⟧. Default false.
+	Attributes bool `json:"attributes,omitzero"`
 }
 
 // Limits of process parameters.

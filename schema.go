@@ -83,7 +83,7 @@ Actions (all but list need sessionId):
 - remove: kill a running session and forget it at once, or forget a finished one.
 - resize: set a terminal session's size (cols, rows).
 - wait: block until an output line matches pattern (RE2), a TCP port on localhost (the node's, for host=node) accepts connections (port), output goes quiet (idleMs), or, with none of them, the session exits. timeout in ms, default 30000, at most 600000.
-- screen: the terminal's current screen of a pty session, one line per row, with the cursor position and whether a full-screen program is showing (alternateScreen). idleMs first waits until the output has been quiet that long.
+- screen: the terminal's current screen of a pty session, one line per row, ending with a line "[cursor row R col C; alternate screen on|off]". idleMs first waits for the answer to your last input and then until the output has been quiet that long. attributes: true marks styled runs: ⟦r⟧…⟦/r⟧ reverse video (often the selection), ⟦b⟧…⟦/b⟧ bold, ⟦u⟧…⟦/u⟧ underline. A screen consumes the output it shows: poll and wait then return only what came after.
 
 Patterns that work:
 - Servers and watchers: start them with exec background: true, then wait once for their port (port) or their ready line (pattern) before using them.
@@ -275,6 +275,11 @@ const processSchema = `{
       "type": "boolean",
       "default": false,
       "description": "write, send-keys, submit and paste on a pty session (bgexec addition): after sending, return the screen as the screen action would (with idleMs and timeout), so one call is one step."
+    },
+    "attributes": {
+      "type": "boolean",
+      "default": false,
+      "description": "screen (bgexec addition): mark reverse-video, bold and underlined runs with ⟦r⟧…⟦/r⟧, ⟦b⟧…⟦/b⟧, ⟦u⟧…⟦/u⟧."
     }
   },
   "required": ["action"],

@@ -69,7 +69,7 @@ func (sc *Scope) screen(ctx context.Context, s *session.Session, req *ProcessReq
 	// shown as it is then.
 	asked := bound
 	bound, capped := sc.reg.cfg.capWait(bound)
-	scr, sn, quiet, ok := s.Screen(ctx, idle, bound)
+	scr, sn, quiet, ok := s.Screen(ctx, idle, bound, req.Attributes)
 	if !ok {
 		return failure("Session " + s.ID() + " has no terminal; use poll or log."), nil
 	}
@@ -82,6 +82,9 @@ func (sc *Scope) screen(ctx context.Context, s *session.Session, req *ProcessReq
 		exitDetails(&d, &sn.Exit)
 	}
 	text := scr.Text
+	if req.Attributes {
+		text = scr.Marked
+	}
 	switch {
 	case text != "":
 	case s.NothingPrinted():
@@ -89,6 +92,7 @@ func (sc *Scope) screen(ctx context.Context, s *session.Session, req *ProcessReq
 	default:
 		text = "(blank screen)"
 	}
+	text += "\n" + cursorLine(&scr)
 	if capped && !quiet && !sn.Ended && ctx.Err() == nil {
 		// The output had not settled when the cap ended the quiet wait.
 		text += "\n\n" + sc.reg.cfg.cappedNote("timeout", asked, "call screen again to keep waiting for quiet.")
@@ -121,4 +125,14 @@ func thenScreen(send func(*Scope, context.Context, *session.Session, *ProcessReq
 		}
 		return textResult(sent.Text()+"\n\n"+scr.Text(), scr.Details), nil
 	}
+}
+
+// cursorLine is the last line of every screen's text: where the cursor is
+// (row and column, 1-based) and whether the alternate screen is on.
+func cursorLine(scr *session.Screen) string {
+	alt := "off"
+	if scr.AlternateScreen {
+		alt = "on"
+	}
+	return fmt.Sprintf("[cursor row %d col %d; alternate screen %s]", scr.CursorRow, scr.CursorCol, alt)
 }

@@ -138,3 +138,49 @@ func TestWaitAfterAFloodReturnsABoundedTail(t *testing.T) {
 		})
 	}
 }
+
+// menuScript is a curses menu whose selection is shown only in reverse
+// video; Enter prints the choice.
+const menuScript = `
+import curses
+def main(w):
+    items = ["apple", "banana", "cherry"]
+    sel = 0
+    while True:
+        for i, it in enumerate(items):
+            w.addstr(i + 1, 2, it, curses.A_REVERSE if i == sel else curses.A_NORMAL)
+        w.addstr(5, 2, "Fruit menu", curses.A_BOLD | curses.A_UNDERLINE)
+        w.move(1 + sel, 2)
+        w.refresh()
+        k = w.getch()
+        if k == curses.KEY_DOWN:
+            sel = min(sel + 1, len(items) - 1)
+        elif k == curses.KEY_UP:
+            sel = max(sel - 1, 0)
+        elif k in (10, 13, curses.KEY_ENTER):
+            return items[sel]
+print("chose", curses.wrapper(main))
+`
+
+func TestScreenAttributes(t *testing.T) {
+	t.Parallel()
+	needTool(t, "python3")
+	sc := newTestRegistry(t, Config{}).Scope("agent")
+	script := filepath.Join(t.TempDir(), "menu.py")
+	require.NoError(t, os.WriteFile(script, []byte(menuScript), 0o644))
+	id := startTUI(t, sc, "python3 "+shellQuote(script))
+
+	plain := firstScreen(t, sc, id)
+	assert.Equal(t, "\n  apple\n  banana\n  cherry\n\n  Fruit menu\n[cursor row 2 col 3; alternate screen on]", plain.Text(),
+		"without attributes the selection does not show; the last line gives the cursor")
+	first := agentProcess(t, sc, map[string]any{"action": "screen", "sessionId": id, "attributes": true})
+	assert.Equal(t, "\n  ⟦r⟧apple⟦/r⟧\n  banana\n  cherry\n\n  ⟦b⟧⟦u⟧Fruit menu⟦/u⟧⟦/b⟧\n[cursor row 2 col 3; alternate screen on]", first.Text())
+	moved := step(t, sc, id, "send-keys", map[string]any{"keys": []string{"Down", "Down"}, "attributes": true})
+	assert.Contains(t, moved.Text(), "\n  apple\n  banana\n  ⟦r⟧cherry⟦/r⟧\n", "the selection moved")
+	assert.True(t, strings.HasSuffix(moved.Text(), "\n[cursor row 4 col 3; alternate screen on]"), moved.Text())
+	agentProcess(t, sc, map[string]any{"action": "submit", "sessionId": id})
+	end := awaitExitByCall(t, sc, id)
+	assert.Contains(t, end.Text(), "chose cherry")
+	after := agentProcess(t, sc, map[string]any{"action": "screen", "sessionId": id})
+	assert.Regexp(t, `\n\[cursor row \d+ col \d+; alternate screen off\]$`, after.Text(), "the ended program's last screen ends with the cursor line too")
+}
