@@ -62,7 +62,9 @@ type ProcessRequest struct {
 	// IdleMs is a quiet period in milliseconds (poll, wait, screen): poll
 	// and wait return once new output has arrived and then none for IdleMs
 	// (or at the exit or the timeout); screen first waits until no output
-	// has arrived for IdleMs. Nil or 0: no quiet wait. At most 600000. On a
+	// has arrived for IdleMs. Quiet counts from the later of the call's
+	// start, the last input and the last output, after the answer to input
+	// not yet answered. Nil or 0: no quiet wait. At most 600000. On a
 	// pipe session with open stdin, poll also uses it (default 500) to say
 	// that an unfinished last line may be a prompt.
 	IdleMs *float64 `json:"idleMs,omitzero"`
