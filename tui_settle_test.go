@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -183,4 +184,30 @@ func TestScreenAttributes(t *testing.T) {
 	assert.Contains(t, end.Text(), "chose cherry")
 	after := agentProcess(t, sc, map[string]any{"action": "screen", "sessionId": id})
 	assert.Regexp(t, `\n\[cursor row \d+ col \d+; alternate screen off\]$`, after.Text(), "the ended program's last screen ends with the cursor line too")
+}
+
+func TestIdleWaitsForTheAnswerToInput(t *testing.T) {
+	t.Parallel()
+	// The session printed "ready" before the input and nobody read it; a
+	// poll or wait with idleMs right after the input must not take the
+	// quiet since "ready" for the answer's.
+	for _, action := range []string{"poll", "wait"} {
+		t.Run(action+" returns the answer, not only the output from before", func(t *testing.T) {
+			t.Parallel()
+			flag := filepath.Join(t.TempDir(), "flag")
+			answerer := `echo ready; touch ` + shellQuote(flag) + `; while read l; do sleep 0.5; echo "got $l"; done`
+			sc := newTestRegistry(t, Config{}).Scope("agent")
+			res := callTool(t, sc, ToolExec, map[string]any{"command": answerer, "stdin": "pipe", "background": true})
+			id := res.Details.SessionID
+			deadline := time.Now().Add(10 * time.Second)
+			for _, err := os.Stat(flag); err != nil; _, err = os.Stat(flag) {
+				require.True(t, time.Now().Before(deadline), "the program never started")
+				time.Sleep(10 * time.Millisecond) // polls a file the program creates; bounded by the deadline
+			}
+			agentProcess(t, sc, map[string]any{"action": "write", "sessionId": id, "data": "x\n"})
+			got := agentProcess(t, sc, map[string]any{"action": action, "sessionId": id, "idleMs": 200, "timeout": 10000})
+			assert.Contains(t, got.Text(), "got x", got.Text())
+			agentProcess(t, sc, map[string]any{"action": "kill", "sessionId": id})
+		})
+	}
 }
