@@ -80,13 +80,12 @@
 // empty polls after it; a session never polled with output starts at 5 s
 // for its first empty poll.
 //
-// For a full-screen program, read the screen, waiting for it to settle
-// before each key press:
+// For a full-screen program, read the first screen, then send each step
+// with screen: true, which answers with the screen settled after the keys:
 //
 //	exec {"command":"vim notes.txt","pty":true,"background":true}
-//	process {"action":"screen","sessionId":"<id>","idleMs":500}
-//	process {"action":"send-keys","sessionId":"<id>","keys":["i"]}
 //	process {"action":"screen","sessionId":"<id>","idleMs":300}
+//	process {"action":"send-keys","sessionId":"<id>","keys":["i"],"screen":true,"idleMs":300}
 //
 // For a REPL, paste, submit, and poll with idleMs so the answer is read
 // whole rather than at its first bytes:
@@ -264,11 +263,26 @@
 //     first. The screen text is the same as with every byte fed (a fuzz
 //     test compares them); colours of dropped text are lost, which the text
 //     does not show. While a scroll region is set nothing is held back.
-//   - idleMs (poll, wait, screen) counts from the last bytes read,
-//     escape sequences included. poll and wait first wait for new output,
-//     then for idleMs of quiet; screen waits only for the quiet, so a
-//     program that printed long ago is read at once. Without a timeout a
-//     poll's idle wait is bounded by 5000 ms, a screen's too.
+//   - The agent's last input (write, send-keys, submit, paste) is recorded
+//     by the session. Input that no output has followed yet, and that no
+//     screen, poll or wait has read since, is first given time to be
+//     answered: screen (and poll and wait with idleMs) wait for output
+//     after it, bounded by their timeout. A screen of a session that has
+//     printed nothing yet waits for its first output. idleMs (poll, wait,
+//     screen) then counts quiet from the later of the call's start, the
+//     last input and the last bytes read, escape sequences included; poll
+//     and wait also need new output first. Without a timeout a poll's idle
+//     wait is bounded by 5000 ms, a screen's too.
+//   - A screen consumes the pending output it shows (it renders under the
+//     session's lock, and the reader feeds the emulator before it records
+//     the text), so the poll or wait after it returns what came after; log
+//     keeps everything. A wait returns at most the last 20 lines (2000
+//     characters) of new output, with the log offset and limit of the rest.
+//   - Every screen's text ends with "[cursor row R col C; alternate screen
+//     on|off]"; a blank one says "(blank screen: no output yet after N
+//     ms)" or "(blank screen)". attributes: true marks bold, underlined and
+//     reverse-video runs with ⟦b⟧…⟦/b⟧, ⟦u⟧…⟦/u⟧ and ⟦r⟧…⟦/r⟧, read from
+//     the emulator's cell styles.
 //   - A screen call does not report an exit (it does not take over the
 //     exit event, unlike a poll or wait that sees the end).
 //   - "(waiting for input?)" follows a poll's output on a running pipe

@@ -37,6 +37,7 @@ func ExampleScope_Process_screen() {
 	// name: demo
 	//
 	//     status: ok
+	// [cursor row 3 col 1; alternate screen off]
 	// cursor at 3 1
 	// name: demostatus: ok
 }

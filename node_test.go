@@ -160,7 +160,7 @@ func TestNodePTY(t *testing.T) {
 	t.Run("the screen of a remote terminal", func(t *testing.T) {
 		id := startPTY(t, sc, `printf '\033[2J\033[Hrow one\r\n\r\n  row three'; sleep 30`)
 		res := mustProcess(t, sc, &ProcessRequest{Action: "screen", SessionID: id, IdleMs: ptr(300.0), Timeout: ptr(Number(10000))})
-		assert.Equal(t, "row one\n\n  row three", res.Text())
+		assert.Equal(t, "row one\n\n  row three\n[cursor row 3 col 12; alternate screen off]", res.Text())
 		assert.Equal(t, 120, res.Details.Cols)
 		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	})

@@ -62,10 +62,20 @@ type ProcessRequest struct {
 	// IdleMs is a quiet period in milliseconds (poll, wait, screen): poll
 	// and wait return once new output has arrived and then none for IdleMs
 	// (or at the exit or the timeout); screen first waits until no output
-	// has arrived for IdleMs. Nil or 0: no quiet wait. At most 600000. On a
+	// has arrived for IdleMs. Quiet counts from the later of the call's
+	// start, the last input and the last output, after the answer to input
+	// not yet answered. Nil or 0: no quiet wait. At most 600000. On a
 	// pipe session with open stdin, poll also uses it (default 500) to say
 	// that an unfinished last line may be a prompt.
 	IdleMs *float64 `json:"idleMs,omitzero"`
+	// Screen makes write, send-keys, submit and paste on a PTY session
+	// answer with the settled screen after sending (as the screen action
+	// with IdleMs and Timeout would), so one call is one step of a
+	// terminal program. Default false.
+	Screen bool `json:"screen,omitzero"`
+	// Attributes makes a screen mark reverse-video, bold and underlined
+	// runs in its text: ⟦r⟧…⟦/r⟧, ⟦b⟧…⟦/b⟧, ⟦u⟧…⟦/u⟧. Default false.
+	Attributes bool `json:"attributes,omitzero"`
 }
 
 // Limits of process parameters.
@@ -172,10 +182,10 @@ const (
 var processActions = map[string]actionHandler{
 	"poll":      {noSession, (*Scope).poll},
 	"log":       {noSession, (*Scope).log},
-	"write":     {noActiveSession, (*Scope).write},
-	"send-keys": {noActiveSession, (*Scope).sendKeys},
-	"submit":    {noActiveSession, (*Scope).submit},
-	"paste":     {noActiveSession, (*Scope).paste},
+	"write":     {noActiveSession, thenScreen((*Scope).write)},
+	"send-keys": {noActiveSession, thenScreen((*Scope).sendKeys)},
+	"submit":    {noActiveSession, thenScreen((*Scope).submit)},
+	"paste":     {noActiveSession, thenScreen((*Scope).paste)},
 	"kill":      {noActiveSession, (*Scope).kill},
 	"clear":     {noFinishedSession, (*Scope).clearSession},
 	"remove":    {noSession, (*Scope).remove},

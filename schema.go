@@ -85,11 +85,11 @@ Actions (all but list need sessionId):
 - remove: kill a running session and forget it at once, or forget a finished one.
 - resize: set a terminal session's size (cols, rows).
 - wait: block until an output line matches pattern (RE2), a TCP port on localhost (the node's, for host=node) accepts connections (port), output goes quiet (idleMs), or, with none of them, the session exits. timeout in ms, default 30000, at most 600000.
-- screen: the terminal's current screen of a pty session, one line per row, with the cursor position and whether a full-screen program is showing (alternateScreen). idleMs first waits until the output has been quiet that long.
+- screen: the terminal's current screen of a pty session, one line per row, ending with a line "[cursor row R col C; alternate screen on|off]". idleMs first waits for the answer to your last input and then until the output has been quiet that long. attributes: true marks styled runs: ⟦r⟧…⟦/r⟧ reverse video (often the selection), ⟦b⟧…⟦/b⟧ bold, ⟦u⟧…⟦/u⟧ underline. A screen consumes the output it shows: poll and wait then return only what came after.
 
 Patterns that work:
 - Servers and watchers: start them with exec background: true, then wait once for their port (port) or their ready line (pattern) before using them.
-- Full-screen programs (vim, less, top, htop, any TUI): start with pty: true and read them with screen, not poll or log, which show the raw stream. Wait for the first screen before typing (screen with idleMs: 500), then after each key press read screen with idleMs again.
+- Full-screen programs (vim, less, top, htop, any TUI): start with pty: true and read them with screen, not poll or log, which show the raw stream. Wait for the first screen before typing (screen with idleMs: 500), then send each key press with screen: true and idleMs (one call per step).
 - REPLs and shells under pty (python3, node, bash -i): paste multi-line code (bracketed paste), then submit to run it: a paste alone does not press Enter. Then poll with idleMs (e.g. 300) and a timeout to read the whole answer.
 - A plain command asking a question on a pipe (stdin: "pipe"): when poll shows "(waiting for input?)" after an unfinished line, answer with write (data ending in "\n").
 - A session whose process is blocked reading its input after a quiet spell: poll says "No new output for Ns; this session may be waiting for input" (details.waitingForInput, idleMs, lastOutputAt, stdinWritable) and list marks it [input-wait]; provide input with write, send-keys, submit or paste.
@@ -273,6 +273,16 @@ const processSchema = `{
       "minimum": 0,
       "maximum": 600000,
       "description": "poll, wait and screen (bgexec addition): milliseconds of quiet. poll and wait return once new output has arrived and then none for idleMs (or at the exit or the timeout; poll without timeout waits up to 5000 ms). screen first waits until no output has arrived for idleMs (bounded by timeout, default 5000). Use it after typing, so you read the whole answer instead of its first bytes."
+    },
+    "screen": {
+      "type": "boolean",
+      "default": false,
+      "description": "write, send-keys, submit and paste on a pty session (bgexec addition): after sending, return the screen as the screen action would (with idleMs and timeout), so one call is one step."
+    },
+    "attributes": {
+      "type": "boolean",
+      "default": false,
+      "description": "screen (bgexec addition): mark reverse-video, bold and underlined runs with ⟦r⟧…⟦/r⟧, ⟦b⟧…⟦/b⟧, ⟦u⟧…⟦/u⟧."
     }
   },
   "required": ["action"],

@@ -72,7 +72,7 @@ func (sc *Scope) screen(ctx context.Context, s *session.Session, req *ProcessReq
 	// shown as it is then.
 	asked := bound
 	bound, capped := sc.reg.cfg.capWait(bound)
-	scr, sn, quiet, ok := s.Screen(ctx, idle, bound)
+	scr, sn, quiet, ok := s.Screen(ctx, idle, bound, req.Attributes)
 	if !ok {
 		return failure("Session " + s.ID() + " has no terminal; use poll or log."), nil
 	}
@@ -85,9 +85,57 @@ func (sc *Scope) screen(ctx context.Context, s *session.Session, req *ProcessReq
 		exitDetails(&d, &sn.Exit)
 	}
 	text := scr.Text
+	if req.Attributes {
+		text = scr.Marked
+	}
+	switch {
+	case text != "":
+	case s.NothingPrinted():
+		text = fmt.Sprintf("(blank screen: no output yet after %d ms)", sn.Runtime.Milliseconds())
+	default:
+		text = "(blank screen)"
+	}
+	text += "\n" + cursorLine(&scr)
 	if capped && !quiet && !sn.Ended && ctx.Err() == nil {
 		// The output had not settled when the cap ended the quiet wait.
 		text += "\n\n" + sc.reg.cfg.cappedNote("timeout", asked, "call screen again to keep waiting for quiet.")
 	}
 	return textResult(text, d), nil
+}
+
+// thenScreen wraps an input action: with screen: true it answers with the
+// action's confirmation line, then the settled screen, so a step of a
+// terminal program is one call. A session without a terminal is refused
+// before anything is sent.
+func thenScreen(send func(*Scope, context.Context, *session.Session, *ProcessRequest) (*Result, error)) func(*Scope, context.Context, *session.Session, *ProcessRequest) (*Result, error) {
+	return func(sc *Scope, ctx context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
+		if !req.Screen {
+			return send(sc, ctx, s, req)
+		}
+		if !s.PTY() {
+			return failure("Session " + s.ID() + " has no terminal, so screen: true does not apply; send without it, then poll."), nil
+		}
+		if _, bad := idleArg(req.IdleMs); bad != nil {
+			return bad, nil // refused before anything is sent
+		}
+		sent, err := send(sc, ctx, s, req)
+		if err != nil || sent.IsError {
+			return sent, err
+		}
+		scr, err := sc.screen(ctx, s, req)
+		if err != nil || scr.IsError {
+			return sent, err
+		}
+		return textResult(sent.Text()+"\n\n"+scr.Text(), scr.Details), nil
+	}
+}
+
+// cursorLine is the last line of every screen's text: where the cursor is
+// (row and column, 1-based) and whether the alternate screen is on.
+func cursorLine(scr *session.Screen) string {
+	alt := "off"
+	if scr.AlternateScreen {
+		alt = "on"
+	}
+	return fmt.Sprintf("[cursor row %d col %d; alternate screen %s]", scr.CursorRow, scr.CursorCol, alt)
 }

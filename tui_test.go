@@ -150,7 +150,7 @@ func TestTUILess(t *testing.T) {
 	first := screenShows(t, sc, id, `(?m)^number 29$`)
 	lines := strings.Split(first.Text(), "\n")
 	assert.Equal(t, "number 1", lines[0], first.Text())
-	assert.Len(t, lines, 30, "29 lines and the prompt:\n%s", first.Text())
+	assert.Len(t, lines, 31, "29 lines, the prompt and the cursor line:\n%s", first.Text())
 	assert.Equal(t, true, *first.Details.AlternateScreen)
 
 	pressKeys(t, sc, id, "Space")
@@ -217,8 +217,9 @@ func TestTUIHtop(t *testing.T) {
 	}
 	first := framesInPlace(t, sc, id, "htop's meters, columns and function keys", frame, "Load average")
 	lines := strings.Split(first.Text(), "\n")
-	assert.Len(t, lines, 30, "every row of the 120x30 terminal is in use")
-	assert.Regexp(t, keys, lines[len(lines)-1], "the function keys are on the last row")
+	assert.Len(t, lines, 31, "every row of the 120x30 terminal is in use, then the cursor line")
+	assert.Regexp(t, keys, lines[len(lines)-2], "the function keys are on the last row")
+	assert.Regexp(t, `^\[cursor row \d+ col \d+; alternate screen on\]$`, lines[len(lines)-1])
 
 	// F5 switches to the tree view: the key's label changes in place.
 	pressKeys(t, sc, id, "F5")
@@ -330,7 +331,7 @@ func TestScreenAction(t *testing.T) {
 		t.Parallel()
 		id := startTUI(t, sc, `printf '\033]0;the title\007\033[2J\033[Hrow one   \r\n\r\n  row three\033[5;7H'; sleep 30`)
 		scr := screenShows(t, sc, id, `row three`)
-		assert.Equal(t, "row one\n\n  row three", scr.Text())
+		assert.Equal(t, "row one\n\n  row three\n[cursor row 5 col 7; alternate screen off]", scr.Text())
 		raw, err := json.Marshal(scr.Details)
 		require.NoError(t, err)
 		assert.JSONEq(t, fmt.Sprintf(`{"status":"running","sessionId":%q,"name":%q,"cols":120,"rows":30,"cursorRow":5,"cursorCol":7,"alternateScreen":false,"title":"the title"}`,
@@ -349,7 +350,7 @@ func TestScreenAction(t *testing.T) {
 		t.Parallel()
 		id := startTUI(t, sc, `printf 'one\n'; sleep 0.2; printf 'two\n'; sleep 30`)
 		scr := agentProcess(t, sc, map[string]any{"action": "screen", "sessionId": id, "idleMs": 3000, "timeout": 30000})
-		assert.Equal(t, "one\ntwo", scr.Text())
+		assert.Equal(t, "one\ntwo\n[cursor row 3 col 1; alternate screen off]", scr.Text())
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bgexec/bgexec/internal/session"
 )
@@ -95,7 +96,7 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 		exitDetails(&d, &sn.Exit)
 		end += closedPortsNote(s.Listeners())
 	}
-	body := strings.TrimRight(w.Text, "\n")
+	body := boundedTail(strings.TrimRight(w.Text, "\n"), w.Lines)
 	if body == "" {
 		body = "(no new output)"
 	}
@@ -116,4 +117,37 @@ func portOpen(ctx context.Context, port int) bool {
 		}
 	}
 	return false
+}
+
+// Bounds of the new output a wait returns: a wait after a flood returns its
+// end, and says where in the log the rest is.
+const (
+	waitTailLines = 20
+	waitTailChars = 2000
+)
+
+// boundedTail returns the last waitTailLines lines (at most waitTailChars
+// characters) of text, the new output up to log line total, with a line
+// saying which log lines it left out.
+func boundedTail(text string, total int64) string {
+	lines := strings.Split(text, "\n")
+	if len(lines) <= waitTailLines && len(text) <= waitTailChars {
+		return text
+	}
+	shown := lines[max(len(lines)-waitTailLines, 0):]
+	tail := strings.Join(shown, "\n")
+	if len(tail) > waitTailChars {
+		cut := len(tail) - waitTailChars
+		for cut < len(tail) && !utf8.RuneStart(tail[cut]) {
+			cut++
+		}
+		tail = tail[cut:]
+	}
+	first := max(total-int64(len(lines)), 0)
+	left := len(lines) - len(shown)
+	if left == 0 {
+		// One long line: the rest is at the start of the same line.
+		return fmt.Sprintf("[new output cut to its last %d characters; process log offset %d limit 1 has the line]\n", waitTailChars, first) + tail
+	}
+	return fmt.Sprintf("[%d earlier lines of new output not shown: process log offset %d limit %d]\n", left, first, left) + tail
 }

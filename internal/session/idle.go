@@ -6,12 +6,12 @@ import (
 )
 
 // waitQuietLocked waits, with s.mu held, until no output has arrived for
-// idle, the session ends, until passes or ctx ends, and reports whether the
+// idle (counted from from at the earliest), the session ends, until passes or ctx ends, and reports whether the
 // output went quiet. It sleeps until the moment the output would be quiet
 // and looks again only then, so a busy child costs it no wakeups. A caller
 // that will report the end (reports) counts as a waiter meanwhile, so that
 // end is never also sent as an event.
-func (s *Session) waitQuietLocked(ctx context.Context, until time.Time, idle time.Duration, reports bool) bool {
+func (s *Session) waitQuietLocked(ctx context.Context, from, until time.Time, idle time.Duration, reports bool) bool {
 	if reports {
 		s.waiters++
 		defer func() { s.waiters-- }()
@@ -24,7 +24,7 @@ func (s *Session) waitQuietLocked(ctx context.Context, until time.Time, idle tim
 	}()
 	for {
 		now := time.Now()
-		quietAt := s.lastOutput.Add(idle)
+		quietAt := later(s.lastOutput, from).Add(idle)
 		switch {
 		case !now.Before(quietAt):
 			return true

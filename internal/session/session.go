@@ -198,6 +198,11 @@ type Session struct {
 	listeners    []string      // TCP ports last seen listening (NoteListeners)
 	shellCode    *int          // the shell's exit code then
 
+	// Input, for the settle of screen, poll and wait (settle.go).
+	inputAt   time.Time // when the agent last sent input (zero: never)
+	inputRaw  int64     // rawBytes then
+	inputOpen bool      // no screen, poll or wait has read since
+
 	hinted atomic.Bool // ReadOnlyHint was handed out
 }
 
@@ -720,7 +725,7 @@ func (s *Session) PollIdle(ctx context.Context, d, idle time.Duration) Drained {
 	until := time.Now().Add(d)
 	s.waitChange(ctx, d, func() bool { return !s.out.pending.empty() })
 	if idle > 0 && !s.ended && !s.out.pending.empty() {
-		s.waitQuietLocked(ctx, until, idle, true)
+		s.settleLocked(ctx, until.Add(-d), until, idle, false, true)
 	}
 	dr := s.drainLocked()
 	if !dr.Snap.Ended {
@@ -955,6 +960,7 @@ func (s *Session) Write(ctx context.Context, p []byte, bound time.Duration) (int
 		return 0, err
 	}
 	defer s.unlockInput()
+	s.noteInput()
 	if s.stdin == nil || s.stdinEOF {
 		return 0, ErrStdinClosed
 	}

@@ -26,6 +26,9 @@ type Screen struct {
 	AlternateScreen bool
 	// Title is the window title the program set last ("" if none).
 	Title string
+	// Marked is Text with reverse-video, bold and underlined runs marked
+	// (see markRuns); set only when asked for.
+	Marked string
 }
 
 // terminal is the screen of a PTY session: a terminal emulator fed the raw
@@ -45,7 +48,7 @@ type Screen struct {
 type terminal struct {
 	mu    sync.Mutex   // guards everything below
 	emu   *vt.Emulator // nil once closed
-	final Screen       // the last screen, once closed
+	final Screen       // the last screen, once closed (Marked set)
 	title string
 	skip  skipper
 	out   []byte // bytes to feed at the end of the current write
@@ -132,14 +135,22 @@ func (t *terminal) resizeLocked(cols, rows int) {
 	t.emu.Resize(cols, rows)
 }
 
-// screen renders the current screen.
-func (t *terminal) screen() Screen {
+// screen renders the current screen; with marked, Marked too.
+func (t *terminal) screen(marked bool) Screen {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.emu == nil {
-		return t.final
+		sc := t.final
+		if !marked {
+			sc.Marked = ""
+		}
+		return sc
 	}
-	return t.screenLocked()
+	sc := t.screenLocked()
+	if marked {
+		sc.Marked = t.markedLocked()
+	}
+	return sc
 }
 
 func (t *terminal) screenLocked() Screen {
@@ -230,26 +241,32 @@ func (t *terminal) close() {
 		_ = pw.CloseWithError(io.EOF) // always nil
 	}
 	t.final = t.screenLocked()
+	t.final.Marked = t.markedLocked()
 	t.emu, t.out, t.cpr = nil, nil, nil
 	t.skip = skipper{}
 }
 
-// Screen renders a PTY session's screen. With idle > 0 it first waits
-// until no output has arrived for idle (counted from the last output, or
-// the start), the session ends, d passes or ctx ends; quiet says whether
-// the output went quiet (true without idle). ok is false for a pipe
-// session, which has no screen.
-func (s *Session) Screen(ctx context.Context, idle, d time.Duration) (scr Screen, sn Snapshot, quiet, ok bool) {
+// Screen renders a PTY session's screen (with marked, Marked too) once it settled (see
+// settleLocked), and consumes the pending output it shows, so the next
+// poll or wait returns only what came after: input no output has followed yet, or a session that
+// printed nothing yet, is first given until d to print; with idle > 0 the
+// screen then waits until no output has arrived for idle, counted from the
+// later of the call's start, the last input and the last output. It stops
+// at the end, after d or when ctx ends; quiet says whether the output
+// settled. ok is false for a pipe session, which has no screen.
+func (s *Session) Screen(ctx context.Context, idle, d time.Duration, marked bool) (scr Screen, sn Snapshot, quiet, ok bool) {
 	if s.term == nil {
 		return Screen{}, Snapshot{}, false, false
 	}
-	quiet = true
-	if idle > 0 {
-		s.mu.Lock()
-		quiet = s.waitQuietLocked(ctx, time.Now().Add(d), idle, false) // a screen does not report the end
-		s.mu.Unlock()
-	}
-	return s.term.screen(), s.Snapshot(0), quiet, true
+	start := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	quiet = s.settleLocked(ctx, start, start.Add(d), idle, true, false) // a screen does not report the end
+	// Rendered under s.mu: the reader feeds the emulator before it records
+	// the text, so all the pending output is on this screen.
+	scr = s.term.screen(marked)
+	s.shownLocked()
+	return scr, s.snapshotLocked(), quiet, true
 }
 
 // ResizeRemote resizes a PTY session whose terminal is elsewhere (a node's,

@@ -35,7 +35,7 @@ func BenchmarkTerminalWrite(b *testing.B) {
 					for b.Loop() {
 						if side == "skipper" {
 							chunks(func(p []byte) { term.write(p) })
-							term.screen()
+							term.screen(false)
 						} else {
 							chunks(func(p []byte) { term.mu.Lock(); term.feed(p); term.mu.Unlock() })
 						}

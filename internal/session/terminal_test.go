@@ -53,7 +53,7 @@ func plainScreen(t testing.TB, cols, rows int, chunks [][]byte) Screen {
 		ref.feed(c)
 		ref.mu.Unlock()
 	}
-	return ref.screen()
+	return ref.screen(false)
 }
 
 func TestTerminalScreen(t *testing.T) {
@@ -62,7 +62,7 @@ func TestTerminalScreen(t *testing.T) {
 		t.Parallel()
 		term, _ := startTerminal(t, 20, 5)
 		term.write([]byte("hello   \r\n\r\n  world\x1b[3;4H"))
-		sc := term.screen()
+		sc := term.screen(false)
 		assert.Equal(t, "hello\n\n  world", sc.Text)
 		assert.Equal(t, 3, sc.CursorRow)
 		assert.Equal(t, 4, sc.CursorCol)
@@ -74,12 +74,12 @@ func TestTerminalScreen(t *testing.T) {
 		t.Parallel()
 		term, _ := startTerminal(t, 20, 5)
 		term.write([]byte("main\x1b]0;my title\x07\x1b[?1049h\x1b[H你好x"))
-		sc := term.screen()
+		sc := term.screen(false)
 		assert.True(t, sc.AlternateScreen)
 		assert.Equal(t, "my title", sc.Title)
 		assert.Equal(t, "你好x", sc.Text)
 		term.write([]byte("\x1b[?1049l"))
-		sc = term.screen()
+		sc = term.screen(false)
 		assert.False(t, sc.AlternateScreen)
 		assert.Equal(t, "main", sc.Text)
 	})
@@ -95,7 +95,7 @@ func TestTerminalScreen(t *testing.T) {
 		t.Parallel()
 		term, _ := startTerminal(t, 20, 5)
 		term.resize(40, 10)
-		sc := term.screen()
+		sc := term.screen(false)
 		assert.Equal(t, 40, sc.Cols)
 		assert.Equal(t, 10, sc.Rows)
 	})
@@ -142,7 +142,7 @@ func TestSkipperMatchesFullEmulation(t *testing.T) {
 					term.write(c)
 				}
 				want := plainScreen(t, cols, rows, chunks)
-				got := term.screen()
+				got := term.screen(false)
 				want.Title, got.Title = "", "" // set by callback in both; compared below
 				require.Equal(t, want, got, "chunk size %d", chunk)
 			}
@@ -169,7 +169,7 @@ func TestSkipperMatchesFullEmulation(t *testing.T) {
 			for _, c := range chunks {
 				term.write(c)
 			}
-			require.Equal(t, plainScreen(t, cols, rows, chunks), term.screen(), "stream %d: %q", i, s)
+			require.Equal(t, plainScreen(t, cols, rows, chunks), term.screen(false), "stream %d: %q", i, s)
 		}
 	})
 }
@@ -208,7 +208,7 @@ func FuzzSkipper(f *testing.F) {
 			term.write(c)
 		}
 		want := plainScreen(t, cols, rows, chunks)
-		got := term.screen()
+		got := term.screen(false)
 		if want.Text != got.Text || want.CursorRow != got.CursorRow || want.CursorCol != got.CursorCol || want.AlternateScreen != got.AlternateScreen {
 			t.Fatalf("skipped screen differs:\n%+v\nwant\n%+v", got, want)
 		}
@@ -220,11 +220,11 @@ func TestTerminalClose(t *testing.T) {
 	term, stop := startTerminal(t, 20, 5)
 	term.write([]byte("last words\x1b]0;bye\x07"))
 	stop()
-	sc := term.screen()
+	sc := term.screen(false)
 	assert.Equal(t, "last words", sc.Text, "the last screen is kept")
 	assert.Equal(t, "bye", sc.Title)
 	term.resize(40, 10) // no-ops once closed
 	assert.Nil(t, term.write([]byte("more")))
-	assert.Equal(t, sc, term.screen())
+	assert.Equal(t, sc, term.screen(false))
 	term.close() // twice is fine
 }

@@ -69,6 +69,9 @@ const (
 type Waited struct {
 	Condition string
 	Matched   string // the matching line
+	// Lines is the number of log lines printed when the output was
+	// drained: the log offset just after Text.
+	Lines int64
 	Drained
 }
 
@@ -98,7 +101,7 @@ func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
 	s.waiters++
 	// The idle timer is armed for the moment the output would be quiet,
 	// and rearmed when more arrived meanwhile.
-	rawAtStart := s.rawBytes
+	rawAtStart, start := s.rawBytes, time.Now()
 	var idle *time.Timer
 	var idleC <-chan time.Time
 	if spec.Idle > 0 {
@@ -107,10 +110,11 @@ func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
 		idleC = idle.C
 	}
 	quiet := func() bool {
-		if idle == nil || (s.rawBytes == rawAtStart && s.out.pending.empty()) {
+		if idle == nil || (s.rawBytes == rawAtStart && s.out.pending.empty()) || s.unansweredLocked() {
 			return false // nothing new yet: the next output wakes us
 		}
-		left := spec.Idle - s.quietLocked()
+		// Quiet counts from the call's start and the last input too.
+		left := spec.Idle - s.quietSinceLocked(later(start, s.inputAt))
 		if left <= 0 {
 			return true
 		}
@@ -152,12 +156,13 @@ func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
 		}
 	}
 	s.waiters--
+	s.inputOpen = false // read
 	if lw != nil {
 		if i := slices.Index(s.lineWaiters, lw); i >= 0 {
 			s.lineWaiters = slices.Delete(s.lineWaiters, i, i+1) // zeroes the freed slot
 		}
 	}
-	w := Waited{Condition: cond, Drained: s.drainLocked()}
+	w := Waited{Condition: cond, Drained: s.drainLocked(), Lines: s.totalLinesLocked()}
 	if lw != nil {
 		w.Matched = lw.matched
 	}

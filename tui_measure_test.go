@@ -1,0 +1,220 @@
+//go:build linux
+
+package bgexec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTUIMeasureAgainstTmux does four terminal tasks at think time 0 (no
+// pause between calls), through bgexec and through tmux (send-keys, then
+// capture-pane in the same shell call), and logs the calls and the bytes
+// each returns to the model. A reader that finds a stale screen reads
+// again, which counts as a call. The tasks' results are asserted; the
+// numbers are logged, not asserted (README, "Full-screen programs").
+func TestTUIMeasureAgainstTmux(t *testing.T) {
+	needTool(t, "vim")
+	needTool(t, "less")
+	needTool(t, "git")
+	needTool(t, "tmux")
+	dir := t.TempDir()
+	numbers := filepath.Join(dir, "numbers.txt")
+	var b strings.Builder
+	for i := 1; i <= 500; i++ {
+		fmt.Fprintf(&b, "number %d\n", i)
+	}
+	require.NoError(t, os.WriteFile(numbers, []byte(b.String()), 0o644))
+
+	type task struct {
+		name string
+		run  func(t *testing.T, d tuiDriver, dir string)
+	}
+	tasks := []task{
+		{"vim: write two lines, :wq", func(t *testing.T, d tuiDriver, dir string) {
+			file := filepath.Join(dir, "notes.txt")
+			d.start(t, "vim --clean -n "+shellQuote(file), `(?m)^~`)
+			d.keys(t, `(?m)^second line$`, "ifirst line\rsecond line", "Escape")
+			d.keys(t, "", ":wq", "Enter")
+			d.end(t, "")
+			got, err := os.ReadFile(file)
+			require.NoError(t, err)
+			assert.Equal(t, "first line\nsecond line\n", string(got))
+		}},
+		{"less: page, search, quit", func(t *testing.T, d tuiDriver, _ string) {
+			d.start(t, "less "+shellQuote(numbers), `(?m)^number 1$`)
+			d.keys(t, `(?m)^number 30$`, "", "Space")
+			d.keys(t, `(?m)^number 59$`, "", "PgDn")
+			d.keys(t, `(?m)^number 250$`, "/number 250$", "Enter")
+			d.keys(t, "", "", "q")
+			d.end(t, "")
+		}},
+		{"git commit with an editor", func(t *testing.T, d tuiDriver, dir string) {
+			repo := filepath.Join(dir, "repo")
+			git := func(args ...string) {
+				cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
+				out, err := cmd.CombinedOutput()
+				require.NoError(t, err, "%s", out)
+			}
+			require.NoError(t, os.MkdirAll(repo, 0o755))
+			git("init", "-q")
+			require.NoError(t, os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o644))
+			git("add", "a.txt")
+			d.start(t, "cd "+shellQuote(repo)+" && GIT_EDITOR='vim --clean -n' git -c user.name=t -c user.email=t@example.com commit", `(?m)^# Please enter the commit message`)
+			d.keys(t, `(?m)^add notes$`, "iadd notes", "Escape")
+			shown := d.keys(t, "", ":wq", "Enter")
+			assert.Contains(t, shown+d.end(t, ""), "1 file changed", "the commit's summary reached the model")
+		}},
+		{"flood under a PTY", func(t *testing.T, d tuiDriver, _ string) {
+			d.start(t, "seq 1 100000; echo DONE", "")
+			assert.Contains(t, d.end(t, `(?m)^DONE$`), "100000")
+		}},
+	}
+	for _, tk := range tasks {
+		bg := &bgexecDriver{sc: newTestRegistry(t, Config{}).Scope("agent")}
+		tk.run(t, bg, t.TempDir())
+		tm := &tmuxDriver{sock: filepath.Join(t.TempDir(), "tmux.sock")}
+		t.Cleanup(func() { tm.kill() })
+		tk.run(t, tm, t.TempDir())
+		t.Logf("%-28s bgexec %2d calls %6d bytes | tmux %2d calls %6d bytes", tk.name, bg.calls, bg.bytes, tm.calls, tm.bytes)
+	}
+}
+
+// tuiDriver is how an agent drives a terminal program: start it and read
+// its first screen until ready matches (no read when ready is ""); send
+// literal text then keys and read until ready; wait for the end (its text
+// matching until, if given).
+type tuiDriver interface {
+	start(t *testing.T, command, ready string)
+	keys(t *testing.T, ready, literal string, keys ...string) string
+	end(t *testing.T, until string) string
+}
+
+// readAttempts bounds the rereads of a stale screen.
+const readAttempts = 50
+
+type bgexecDriver struct {
+	sc           *Scope
+	id           string
+	calls, bytes int
+}
+
+func (d *bgexecDriver) call(t *testing.T, tool string, args map[string]any) string {
+	t.Helper()
+	res := callTool(t, d.sc, tool, args)
+	require.False(t, res.IsError, res.Text())
+	d.calls++
+	d.bytes += len(res.Text())
+	if testing.Verbose() {
+		t.Logf("bgexec %s %v: %d bytes", tool, args["action"], len(res.Text()))
+	}
+	if tool == ToolExec {
+		d.id = res.Details.SessionID
+	}
+	return res.Text()
+}
+
+func (d *bgexecDriver) reread(t *testing.T, text, ready string) string {
+	t.Helper()
+	for i := 0; ready != "" && !regexp.MustCompile(ready).MatchString(text); i++ {
+		require.Less(t, i, readAttempts, "never ready: %s\n%s", ready, text)
+		text = d.call(t, ToolProcess, map[string]any{"action": "screen", "sessionId": d.id, "idleMs": 300, "timeout": 10000})
+	}
+	return text
+}
+
+func (d *bgexecDriver) start(t *testing.T, command, ready string) {
+	t.Helper()
+	d.call(t, ToolExec, map[string]any{"command": "unset LESS; " + command, "pty": true, "background": true, "env": map[string]any{"TERM": DefaultTERM}})
+	d.reread(t, "", ready)
+}
+
+func (d *bgexecDriver) keys(t *testing.T, ready, literal string, keys ...string) string {
+	t.Helper()
+	args := map[string]any{"action": "send-keys", "sessionId": d.id, "keys": keys, "screen": true, "idleMs": 300, "timeout": 10000}
+	if literal != "" {
+		args["literal"] = literal
+	}
+	return d.reread(t, d.call(t, ToolProcess, args), ready)
+}
+
+func (d *bgexecDriver) end(t *testing.T, until string) string {
+	t.Helper()
+	args := map[string]any{"action": "wait", "sessionId": d.id, "timeout": 60000}
+	if until != "" {
+		args["pattern"] = until
+	}
+	return d.call(t, ToolProcess, args)
+}
+
+// tmuxDriver runs the program in a detached tmux session on its own
+// socket; each call is one shell command an agent would run.
+type tmuxDriver struct {
+	sock         string
+	calls, bytes int
+}
+
+func (d *tmuxDriver) run(t *testing.T, script string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(testCtx(t), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "TERM="+DefaultTERM, "T="+d.sock)
+	out, _ := cmd.CombinedOutput() // a failed capture is text for the model too
+	d.calls++
+	d.bytes += len(out)
+	return string(out)
+}
+
+const tmuxCapture = `tmux -S "$T" capture-pane -p -t m`
+
+func (d *tmuxDriver) reread(t *testing.T, text, ready string) string {
+	t.Helper()
+	for i := 0; ready != "" && !regexp.MustCompile(ready).MatchString(text); i++ {
+		require.Less(t, i, readAttempts, "never ready: %s\n%s", ready, text)
+		text = d.run(t, tmuxCapture)
+	}
+	return text
+}
+
+func (d *tmuxDriver) start(t *testing.T, command, ready string) {
+	t.Helper()
+	// The pane stays after the program ends, with its exit status, so its
+	// last output can be read.
+	inner := "unset LESS; " + command + `; echo "[exited $?]"; exec sleep 600`
+	d.run(t, `tmux -S "$T" -f /dev/null new-session -d -s m -x 120 -y 30 `+shellQuote(inner))
+	d.reread(t, "", ready)
+}
+
+var tmuxKeyNames = map[string]string{"Escape": "Escape", "Enter": "Enter", "Space": "Space", "PgDn": "NPage", "q": "q"}
+
+func (d *tmuxDriver) keys(t *testing.T, ready, literal string, keys ...string) string {
+	t.Helper()
+	script := ""
+	if literal != "" {
+		script += `tmux -S "$T" send-keys -t m -l ` + shellQuote(literal) + "; "
+	}
+	for _, k := range keys {
+		script += `tmux -S "$T" send-keys -t m ` + tmuxKeyNames[k] + "; "
+	}
+	return d.reread(t, d.run(t, script+tmuxCapture), ready)
+}
+
+func (d *tmuxDriver) end(t *testing.T, until string) string {
+	t.Helper()
+	return d.reread(t, d.run(t, tmuxCapture), `\[exited \d+\]`)
+}
+
+func (d *tmuxDriver) kill() {
+	_ = exec.Command("tmux", "-S", d.sock, "kill-server").Run() // Best effort: the server may be gone.
+}
