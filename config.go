@@ -222,6 +222,16 @@ type Config struct {
 	// Elevation allows runs outside it. NewRegistry fails when bwrap is
 	// missing or cannot create the sandbox here.
 	Sandbox *Sandbox
+
+	// Agent-shell options (opt-in; the zero values keep the default
+	// behaviour). See the package documentation's "Shell conveniences".
+
+	// NonInteractive adds [NonInteractiveEnv] (GIT_TERMINAL_PROMPT=0,
+	// GCM_INTERACTIVE=never, DEBIAN_FRONTEND=noninteractive,
+	// PIP_NO_INPUT=1) to every child's environment, over inherited
+	// values; a key the call's env sets keeps the call's value. Default
+	// false.
+	NonInteractive bool
 }
 
 // ConfigFromEnv returns the defaults overlaid with the environment
@@ -319,6 +329,7 @@ type settings struct {
 	sandbox     *sandboxPlan           // nil: commands run on the gateway
 	nodes       map[string]*nodeConfig // validated Nodes; nil without any
 	defaultNode string
+	shellOpts
 }
 
 func resolveConfig(c Config, getenv func(string) string) (settings, error) {
@@ -417,6 +428,9 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 		return s, fmt.Errorf("bgexec: Config.Ask: %w", err)
 	}
 	if s.limitSettings, err = resolveLimits(&c); err != nil {
+		return s, err
+	}
+	if s.shellOpts, err = resolveShellOpts(&c); err != nil {
 		return s, err
 	}
 	if s.maxTimeout > 0 && (s.timeout == 0 || s.timeout > s.maxTimeout) {

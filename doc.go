@@ -198,6 +198,16 @@
 // anything. Every child then gets OPENCLAW_SHELL=exec (Config.ShellMarker)
 // and OPENCLAW_CLI=1, which no inherited or per-call value can replace.
 //
+// With Config.NonInteractive, every child also gets [NonInteractiveEnv]
+// (GIT_TERMINAL_PROMPT=0, GCM_INTERACTIVE=never,
+// DEBIAN_FRONTEND=noninteractive, PIP_NO_INPUT=1) over inherited values,
+// on this machine, in the sandbox and on nodes; a key the call's env
+// sets keeps the call's value. PAGER=cat and GIT_PAGER=cat are set for
+// every child on this machine whatever the option:
+//
+//	reg, err := bgexec.NewRegistry(bgexec.Config{NonInteractive: true})
+//	// git clone https://… now fails at once instead of asking for a password.
+//
 // # PTY versus pipes
 //
 // Pipe sessions (the default) have separate stdout and stderr; stdin is

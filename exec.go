@@ -206,9 +206,9 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	}
 	if node != nil {
 		spec.node, spec.command, spec.nodeDir = node, req.Command, cwd
-		spec.nodeEnv = nodeEnv(req.Env, extra)
+		spec.nodeEnv = append(withoutOverridden(st.defaultEnv, req.Env), nodeEnv(req.Env, extra)...)
 	} else {
-		inherited := os.Environ()
+		inherited := withDefaults(os.Environ(), st.defaultEnv)
 		if req.PTY {
 			inherited = withoutSizeVars(inherited)
 		}
