@@ -232,6 +232,17 @@ type Config struct {
 	// values; a key the call's env sets keeps the call's value. Default
 	// false.
 	NonInteractive bool
+	// Truncation says what model-facing text keeps when output was cut:
+	// "tail" (the default; "" means it) keeps the end, with the retention
+	// notice at the top; "head-tail" keeps the first part too (at most
+	// min(2000, MaxOutputChars/10) characters and 50 lines, taken out of
+	// MaxOutputChars) and puts a marker between the parts that names how
+	// many lines were left out, which of them are gone for good and the
+	// log offsets that still hold the rest. It applies to finished exec
+	// results and to poll and wait results whose poll buffer dropped
+	// output; see the package documentation's "Shell conveniences".
+	// Another value makes NewRegistry fail.
+	Truncation string
 }
 
 // ConfigFromEnv returns the defaults overlaid with the environment

@@ -208,6 +208,34 @@
 //	reg, err := bgexec.NewRegistry(bgexec.Config{NonInteractive: true})
 //	// git clone https://… now fails at once instead of asking for a password.
 //
+// # Shell conveniences
+//
+// Options that make sessions behave more like an agent's own shell. All
+// are off by default, so the default behaviour is the reference's.
+//
+// Head and tail. With Config.Truncation "head-tail", output cut at a cap
+// keeps its beginning: each session keeps its first min(2000,
+// MaxOutputChars/10) characters, at most 50 lines, apart (taken out of
+// MaxOutputChars, so the retained text is that much shorter), and a
+// finished exec result whose output was cut shows that head, a marker,
+// and the retained end:
+//
+//	line 0000
+//	…
+//	[... 400 lines (4000 characters) left out: lines 10-409. They were dropped at the retention cap and cannot be recovered.]
+//
+//	line 0410
+//	…
+//
+// A poll or wait whose poll buffer dropped output shows the first part of
+// what it should have returned (at most as much as the head buffer, 50
+// lines) and its last part, within the poll cap; the marker then names
+// the log offsets that still hold what was left out ("process log
+// offset=50 limit=400 reads them."), and which lines are gone for good
+// when the retention cap dropped them too. The head of a running exec
+// result ("Output so far") and log pages are not cut this way: log
+// returns the retained lines, and line numbers count as before.
+//
 // # PTY versus pipes
 //
 // Pipe sessions (the default) have separate stdout and stderr; stdin is

@@ -265,6 +265,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		DrainTimeout:       st.drainTimeout,
 		MaxChars:           st.maxChars,
 		PendingChars:       st.pendingChars,
+		HeadChars:          st.headChars,
 		Background:         background,
 		NotifyOnExit:       st.notifyOnExit && (st.notifier != nil || st.notices),
 		NotifyEmptySuccess: st.notifyEmpty,
@@ -424,6 +425,13 @@ func finishedResult(s *session.Session, warnings []string) *Result {
 	dur := e.At.Sub(s.StartedAt()).Milliseconds()
 
 	out := strings.TrimSpace(agg)
+	notice := sn.Truncated
+	if sn.Truncated && s.HeadChars() > 0 {
+		// Head and tail: the marker between them replaces the notice.
+		if ht, _ := s.HeadTail(math.MaxInt); ht.Gap != nil {
+			out, notice = joinHeadTail(ht, true), false
+		}
+	}
 	d := Details{
 		Status:     statusOf(e.Status()),
 		ExitCode:   e.Code,
@@ -458,7 +466,7 @@ func finishedResult(s *session.Session, warnings []string) *Result {
 			text = reason
 		}
 	}
-	return textResult(withWarnings(warnings, s.WithHint(withNotice(text, sn.Truncated))), d)
+	return textResult(withWarnings(warnings, s.WithHint(withNotice(text, notice))), d)
 }
 
 // failureReason explains a failed end.

@@ -287,7 +287,7 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	if body == "" {
 		body = "(no new output)"
 	}
-	body = withLossNotice(body, dr.Loss)
+	body = cutBody(body, &dr)
 	if waitingForInput(s, &dr, idle) {
 		body += "\n" + waitingForInputNote
 	}

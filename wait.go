@@ -99,7 +99,7 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	if body == "" {
 		body = "(no new output)"
 	}
-	return textResult(head+"\n\n"+withLossNotice(body, w.Loss)+"\n\n"+end, d), nil
+	return textResult(head+"\n\n"+cutBody(body, &w.Drained)+"\n\n"+end, d), nil
 }
 
 // portOpen reports whether something accepts TCP connections on the port

@@ -112,6 +112,13 @@ type Options struct {
 	KillGrace                     time.Duration // SIGTERM to SIGKILL
 	DrainTimeout                  time.Duration // how long readers may outlive the exit
 	MaxChars, PendingChars        int
+	// HeadChars, when set, keeps the first HeadChars code points (at most
+	// HeadLines lines) of the output apart, out of MaxChars, for
+	// head-and-tail texts (see HeadTail and Drained.Cut).
+	HeadChars int
+	// SplitStreams keeps each stream's retained text apart too (each
+	// capped at MaxChars), for Streams.
+	SplitStreams bool
 	// Background marks the session backgrounded from the start.
 	Background bool
 	// NotifyOnExit and NotifyEmptySuccess decide whether an unreported end
@@ -203,7 +210,7 @@ func New(o Options) *Session {
 		opts:         o,
 		done:         make(chan struct{}),
 		stdin:        o.Stdin,
-		out:          newOutput(o.MaxChars, o.PendingChars),
+		out:          newOutputWith(o.MaxChars, o.PendingChars, o.HeadChars, o.SplitStreams),
 		backgrounded: o.Background,
 		changed:      make(chan struct{}),
 		leftBehind:   make(chan struct{}),
@@ -668,6 +675,9 @@ type Drained struct {
 	// PartialLine reports that the output ends in an unfinished line (a
 	// prompt, perhaps).
 	PartialLine bool
+	// Cut, with a head buffer and a lossy drain, is the drained window
+	// cut to its head and tail (see HeadTail); nil otherwise.
+	Cut *HeadTail
 }
 
 // waitChange blocks until cond holds (checked under the lock), the session
@@ -734,7 +744,7 @@ func (s *Session) drainLocked() Drained {
 	text, loss := s.out.drain()
 	return Drained{
 		Text: text, Loss: loss, Snap: s.snapshotLocked(), Aggregated: s.out.agg.String(),
-		Quiet: s.quietLocked(), PartialLine: s.partialLineLocked(),
+		Quiet: s.quietLocked(), PartialLine: s.partialLineLocked(), Cut: s.out.cutLocked(loss),
 	}
 }
 
