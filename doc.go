@@ -236,6 +236,17 @@
 // result ("Output so far") and log pages are not cut this way: log
 // returns the retained lines, and line numbers count as before.
 //
+// Split streams. exec streams "split" (an addition to the schema) keeps
+// each stream's output apart as well: finished exec results and poll
+// results carry details.stdout and details.stderr beside the merged text
+// ("" for a stream that printed nothing), each the stream's retained
+// output, cleaned and capped at MaxOutputChars like the merged one. The
+// text the model reads stays merged, in arrival order. A PTY has one
+// stream, so split with pty is a failure result and nothing runs:
+//
+//	res, _ := sc.Exec(ctx, &bgexec.ExecRequest{Command: "make", Streams: "split"})
+//	fmt.Println(*res.Details.Stderr) // the compiler's errors alone
+//
 // # PTY versus pipes
 //
 // Pipe sessions (the default) have separate stdout and stderr; stdin is

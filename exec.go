@@ -76,6 +76,12 @@ type ExecRequest struct {
 	// Empty means Config.DefaultNode. An unknown name is a failure result
 	// listing the configured ones; a node under another host is refused.
 	Node string `json:"node,omitzero"`
+	// Streams is "merged" (default) or "split": with "split", finished
+	// exec results and poll results also carry details.stdout and
+	// details.stderr, each stream's retained output apart (the text stays
+	// merged). A PTY has one stream, so split with pty is a failure
+	// result. An addition to the reference schema.
+	Streams string `json:"streams,omitzero"`
 }
 
 // Exec runs req.Command (the exec tool). It returns when the command exits
@@ -136,6 +142,10 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		stdinPipe = true
 	default:
 		return execFailure(fmt.Sprintf("Invalid stdin %q: use \"closed\" or \"pipe\".", req.Stdin)), nil
+	}
+	split, msg := parseStreams(req)
+	if msg != "" {
+		return execFailure(msg), nil
 	}
 	var warnings []string
 	if capWarning != "" {
@@ -266,6 +276,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		MaxChars:           st.maxChars,
 		PendingChars:       st.pendingChars,
 		HeadChars:          st.headChars,
+		SplitStreams:       split,
 		Background:         background,
 		NotifyOnExit:       st.notifyOnExit && (st.notifier != nil || st.notices),
 		NotifyEmptySuccess: st.notifyEmpty,
@@ -442,6 +453,7 @@ func finishedResult(s *session.Session, warnings []string) *Result {
 		Title:      titleOf(s),
 		execEnd:    true,
 	}
+	d.Stdout, d.Stderr = streamsOf(s)
 	var text string
 	if d.Status == StatusCompleted {
 		text = out

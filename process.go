@@ -275,6 +275,7 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	sc.reg.retract(sc.key, dr.Retract)
 	sn := &dr.Snap
 	d := Details{Status: statusOf(sn.Status), SessionID: s.ID(), Name: s.Name(), Aggregated: dr.Aggregated, Title: titleOf(s)}
+	d.Stdout, d.Stderr = streamsOf(s)
 	end := exitLine(sn)
 	if sn.Ended {
 		exitDetails(&d, &sn.Exit)

@@ -172,6 +172,12 @@ const execSchema = `{
     "node": {
       "type": "string",
       "description": "Which node runs the command when host is node. Default: the configured default node."
+    },
+    "streams": {
+      "type": "string",
+      "enum": ["merged", "split"],
+      "default": "merged",
+      "description": "bgexec addition. split: the result details also carry stdout and stderr apart (finished exec results and poll); not with pty, which has one stream."
     }
   },
   "required": ["command"],
