@@ -243,6 +243,19 @@ type Config struct {
 	// output; see the package documentation's "Shell conveniences".
 	// Another value makes NewRegistry fail.
 	Truncation string
+	// KeepShellState carries shell state between a scope's execs: after
+	// a foreground exec ends (or one that ended within its yield window),
+	// its final working directory and exported variables become the
+	// starting point of the scope's next exec, as if both ran in one
+	// shell. A call's own workdir and env apply to that call only; what
+	// the command changes (cd, export, unset, a venv activation's PATH)
+	// carries, except variables the environment rules refuse as
+	// overrides (the result names them). Background sessions leave the
+	// state alone. [Scope.ResetShellState] and the process action
+	// "reset-shell" forget it. Not supported on nodes (Host "node"),
+	// whose execs start fresh. Default false. See the package
+	// documentation's "Shell conveniences".
+	KeepShellState bool
 }
 
 // ConfigFromEnv returns the defaults overlaid with the environment

@@ -164,8 +164,18 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		if n := strings.TrimSpace(req.Node); n != "" {
 			return execFailure(fmt.Sprintf("Node %q given, but commands run on the %s here; node needs host=node (tools.exec.host).", n, st.host)), nil
 		}
+		def := st.workdir
+		if st.keepState {
+			if prev, ok := sc.reg.shells.get(sc.key); ok && prev.cwd != "" {
+				if isDir(prev.cwd) {
+					def = prev.cwd
+				} else if strings.TrimSpace(req.Workdir) == "" {
+					warnings = append(warnings, `Warning: workdir "`+prev.cwd+`" (left by the previous exec) is unavailable; using "`+defaultWorkdir(st.workdir)+`".`)
+				}
+			}
+		}
 		var msg string
-		if cwd, warn, msg = resolveWorkdir(req.Workdir, st.workdir); msg != "" {
+		if cwd, warn, msg = resolveWorkdir(req.Workdir, def); msg != "" {
 			return execFailure(msg), nil
 		}
 	}
@@ -191,7 +201,21 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		yield, capped = st.capWait(yield)
 	}
 
-	args, script := shellArgs(st.shell, req.Command)
+	// Shell state (Config.KeepShellState): the state this exec starts
+	// from, and the memfd its shell leaves the next one in.
+	keep := st.keepState && node == nil
+	var prev shellState
+	var stateFile *os.File
+	command := req.Command
+	if keep {
+		prev, _ = sc.reg.shells.get(sc.key)
+		if f, err := stateMemfd(); err == nil {
+			stateFile = f
+			defer stateFile.Close()
+			command = statePrologue + req.Command
+		}
+	}
+	args, script := shellArgs(st.shell, command)
 	spec := &spawnSpec{
 		path:      st.shellPath,
 		args:      args,
@@ -199,6 +223,7 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		dir:       cwd,
 		stdinPipe: stdinPipe,
 		pty:       req.PTY,
+		stateFile: stateFile,
 		cols:      DefaultPTYCols,
 		rows:      DefaultPTYRows,
 	}
@@ -218,7 +243,11 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		spec.node, spec.command, spec.nodeDir = node, req.Command, cwd
 		spec.nodeEnv = append(withoutOverridden(st.defaultEnv, req.Env), nodeEnv(req.Env, extra)...)
 	} else {
-		inherited := withDefaults(os.Environ(), st.defaultEnv)
+		base := os.Environ()
+		if prev.env != nil {
+			base = prev.env
+		}
+		inherited := withDefaults(base, st.defaultEnv)
 		if req.PTY {
 			inherited = withoutSizeVars(inherited)
 		}
@@ -290,6 +319,9 @@ func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		Stdin:         sp.stdin,
 	})
 	res, err = sc.run(ctx, s, background, yield, synchronous, warnings)
+	if stateFile != nil && err == nil && res.Details.Status != StatusRunning {
+		sc.keepState(res, prev, spec.env, req.Env, cwd, stateFile)
+	}
 	if capped && err == nil && !background && res.Details.Status == StatusRunning && time.Since(start) >= yield {
 		noteCapped(res, st.cappedNote("yieldMs", askedYield, "the command keeps running in the background. Use process wait or poll to wait for it."))
 	}

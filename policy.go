@@ -199,7 +199,7 @@ func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) 
 	if sec == securityFull && ask != askAlways {
 		return "", nil
 	}
-	verdict, err := sc.reg.allow.Check(req.Command)
+	verdict, err := sc.allowlistChecker().Check(req.Command)
 	if err != nil {
 		return fmt.Sprintf("exec denied: the command does not parse as shell (%v). Fix the syntax and retry.", err), nil
 	}

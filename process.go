@@ -79,7 +79,7 @@ const (
 	WriteBound = 5 * time.Second
 )
 
-const actionList = "list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen"
+const actionList = "list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen, reset-shell"
 
 // maxLineArg bounds a floored JSON offset or limit, far beyond any log.
 const maxLineArg = 1 << 53
@@ -137,6 +137,9 @@ func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (res *Result,
 	// before a missing sessionId, as the newest reference does.
 	if req.Action == "list" {
 		return sc.list(), nil
+	}
+	if req.Action == "reset-shell" {
+		return sc.resetShell(ctx)
 	}
 	h, ok := processActions[req.Action]
 	if !ok {

@@ -143,6 +143,10 @@ type Details struct {
 	// "split" (finished exec results and poll; nil elsewhere).
 	Stdout *string `json:"stdout,omitzero"`
 	Stderr *string `json:"stderr,omitzero"`
+	// NotCarried lists the variables a finished exec's command changed
+	// that the environment rules keep from carrying to the scope's next
+	// exec (Config.KeepShellState); its text ends with a note naming them.
+	NotCarried []string `json:"notCarried,omitzero"`
 
 	// execEnd marks a completed or failed exec result, whose JSON always
 	// carries exitCode and aggregated.

@@ -12,6 +12,7 @@ const headChars = 2000
 type shellOpts struct {
 	defaultEnv []string // NonInteractiveEnv() with NonInteractive; else nil
 	headChars  int      // head-tail: the head buffer's size; 0 with "tail"
+	keepState  bool     // KeepShellState, on hosts that support it
 }
 
 func resolveShellOpts(c *Config) (shellOpts, error) {
@@ -27,6 +28,7 @@ func resolveShellOpts(c *Config) (shellOpts, error) {
 	default:
 		return o, fmt.Errorf("bgexec: Config.Truncation %q: use \"tail\" or \"head-tail\"", c.Truncation)
 	}
+	o.keepState = c.KeepShellState
 	if c.NonInteractive {
 		o.defaultEnv = NonInteractiveEnv()
 	}

@@ -58,6 +58,12 @@ type Checker struct {
 	// LookPath resolves a command name on PATH; nil means no name resolves
 	// (names then match by name only).
 	LookPath func(name string) (string, error)
+	// HostLookPath, when set, is how the host resolves names, and
+	// LookPath resolves them on another PATH (a shell state's): a bare
+	// name then matches its entry only when both resolve it to the same
+	// file, so a program of the same name earlier on the other PATH is
+	// not the listed one. Nil: a bare name matches by name.
+	HostLookPath func(name string) (string, error)
 	// AssignKey vets the key of a variable assignment (FOO=1 cmd, FOO=1):
 	// it returns "" to accept it, else the reason it is refused. Nil
 	// accepts every key.
@@ -453,7 +459,7 @@ func (c *Checker) listed(name string) bool {
 	}
 	for _, e := range c.Entries {
 		if !hasSlash && e == name {
-			return true
+			return c.HostLookPath == nil || c.sameOnBothPaths(name)
 		}
 	}
 	if c.LookPath == nil {
@@ -486,6 +492,25 @@ func (c *Checker) listed(name string) bool {
 		}
 	}
 	return false
+}
+
+// sameOnBothPaths reports whether LookPath and HostLookPath resolve name
+// to the same file.
+func (c *Checker) sameOnBothPaths(name string) bool {
+	if c.LookPath == nil {
+		return false
+	}
+	p, err := c.LookPath(name)
+	if err != nil {
+		return false
+	}
+	h, err := c.HostLookPath(name)
+	if err != nil {
+		return false
+	}
+	pi, err1 := os.Stat(p)
+	hi, err2 := os.Stat(h)
+	return err1 == nil && err2 == nil && os.SameFile(pi, hi)
 }
 
 // value returns a word's value after quote removal, and whether it is
