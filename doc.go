@@ -247,6 +247,48 @@
 //	res, _ := sc.Exec(ctx, &bgexec.ExecRequest{Command: "make", Streams: "split"})
 //	fmt.Println(*res.Details.Stderr) // the compiler's errors alone
 //
+// Shell state. With Config.KeepShellState, a scope's execs behave as if
+// they ran one after another in one shell: when a foreground exec ends
+// (or one that ended within its yield window), its final working
+// directory and exported variables are where the scope's next exec
+// starts.
+//
+//	sc.Exec(ctx, &bgexec.ExecRequest{Command: "cd build && . ../.venv/bin/activate && export MODE=ci"})
+//	res, _ := sc.Exec(ctx, &bgexec.ExecRequest{Command: "pwd; command -v python; echo $MODE"})
+//	// /src/build, /src/.venv/bin/python, ci
+//
+// What carries and what does not:
+//
+//   - What the command changes carries: cd, export, unset, and also a
+//     failing command's changes, and those of a command that ran exit
+//     part way or stopped under set -e. A command killed by a signal or a
+//     timeout, one that replaced the shell (exec prog), and one that set
+//     an EXIT trap of its own leave the state as it was.
+//   - A call's own workdir and env apply to that call only; a relative
+//     workdir is taken from the state's directory.
+//   - Variables the environment rules refuse as per-call overrides
+//     (NODE_OPTIONS, LD_*, VIRTUAL_ENV, …) are not carried: the result's
+//     text ends with a note naming them, and details.notCarried lists
+//     them. PATH is the exception: its changes carry, so a virtualenv's
+//     activation does. Under security "allowlist", a listed name that
+//     the carried PATH resolves to a different file than the host's PATH
+//     is not the listed program.
+//   - Background sessions (background, a run past its yield window, one
+//     whose shell left processes running) leave the state alone.
+//   - Each scope has its own state. [Scope.ResetShellState], or the
+//     process action "reset-shell" (no sessionId), forgets it. A state
+//     directory removed meanwhile gives the workdir warning and the
+//     default directory.
+//
+// The state is captured without touching the output: the command runs
+// behind a one-line prologue that sets an EXIT trap, which writes `pwd`
+// and `env -0` to descriptor 4, a memfd that only bgexec reads (at most
+// 4 MiB; a larger state is not carried). The command's processes inherit
+// that descriptor; a command that opens its own fd 4 (exec 4>file) keeps
+// its file as it is, and leaves no state. It works under bash, dash and
+// any POSIX sh, and in the sandbox, whose paths are the host's. On nodes
+// (Host "node") the state is not kept: each exec starts fresh.
+//
 // # PTY versus pipes
 //
 // Pipe sessions (the default) have separate stdout and stderr; stdin is
