@@ -17,12 +17,14 @@ import (
 // names mirror the tool schema.
 type ProcessRequest struct {
 	// Action is one of list, poll, log, write, send-keys, submit, paste,
-	// kill, clear, remove, and the additions resize, wait and screen.
+	// kill, clear, remove, and the additions resize, wait, screen and
+	// reset-shell (see [Scope.ResetShellState]).
 	// Required and case-sensitive: "POLL" is an unknown action. An unknown
 	// action fails with "Unknown action <action>. Expected one of: …",
 	// before the check for a missing SessionID.
 	Action string `json:"action"`
-	// SessionID names the session; required for every action but list.
+	// SessionID names the session; required for every action but list
+	// and reset-shell.
 	SessionID string `json:"sessionId,omitzero"`
 	// Data is written to stdin (write).
 	Data string `json:"data,omitzero"`

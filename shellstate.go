@@ -65,9 +65,6 @@ func (sc *Scope) ResetShellState(ctx context.Context) (bool, error) {
 	return sc.reg.shells.reset(sc.key), nil
 }
 
-// stateFD is the descriptor the shell writes its state to.
-const stateFD = 4
-
 // statePrologue goes before the command, on its first line (so $LINENO
 // stays right). At the shell's exit, however it exits (the end, `exit`,
 // set -e, a failure), the EXIT trap writes the working directory and the
@@ -180,7 +177,7 @@ func (sc *Scope) carry(prev shellState, base, started []string, callEnv map[stri
 	return next, refused
 }
 
-// carriedPathNote is the line a result gets when the command changed
+// carriedRefusedNote is the line a result gets when the command changed
 // variables that do not carry.
 func carriedRefusedNote(keys []string) string {
 	return "Note: not carried to the next exec (refused by the environment rules): " + strings.Join(keys, ", ") + "."
