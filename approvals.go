@@ -136,7 +136,7 @@ func (sc *Scope) Check(ctx context.Context, req *ExecRequest) (*CheckResult, err
 	cwd := strings.TrimSpace(req.Workdir)
 	if sc.reg.cfg.host != "node" {
 		var msg string
-		if cwd, _, msg = sc.localWorkdir(req); msg != "" {
+		if cwd, _, msg = sc.localWorkdir(req, sc.reg.cfg.workdir); msg != "" {
 			return refuse(msg)
 		}
 	}

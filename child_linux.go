@@ -304,6 +304,14 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		closeAfterStart = append(closeAfterStart, f)
 		cmd.ExtraFiles = []*os.File{f} // the child's fd 3
 	}
+	if spec.stateFile != nil {
+		// The child's fd 4; fd 3 stays closed without a script.
+		files := []*os.File{nil, spec.stateFile}
+		if len(cmd.ExtraFiles) > 0 {
+			files[0] = cmd.ExtraFiles[0]
+		}
+		cmd.ExtraFiles = files
+	}
 	if spec.sandbox != nil {
 		path, args, files, owned, err := sandboxCommand(spec, cmd.ExtraFiles)
 		if err != nil {

@@ -250,6 +250,40 @@ type Config struct {
 	// add, so they last across restarts: NewRegistry loads them, each
 	// allow-always saves one. Nil keeps them in memory only.
 	ApprovalStore ApprovalStore
+
+	// Agent-shell options (opt-in; the zero values keep the default
+	// behaviour). See the package documentation's "Shell conveniences".
+
+	// NonInteractive adds [NonInteractiveEnv] (GIT_TERMINAL_PROMPT=0,
+	// GCM_INTERACTIVE=never, DEBIAN_FRONTEND=noninteractive,
+	// PIP_NO_INPUT=1) to every child's environment, over inherited
+	// values; a key the call's env sets keeps the call's value. Default
+	// false.
+	NonInteractive bool
+	// Truncation says what model-facing text keeps when output was cut:
+	// "tail" (the default; "" means it) keeps the end, with the retention
+	// notice at the top; "head-tail" keeps the first part too (at most
+	// min(2000, MaxOutputChars/10) characters and 50 lines, taken out of
+	// MaxOutputChars) and puts a marker between the parts that names how
+	// many lines were left out, which of them are gone for good and the
+	// log offsets that still hold the rest. It applies to finished exec
+	// results and to poll and wait results whose poll buffer dropped
+	// output; see the package documentation's "Shell conveniences".
+	// Another value makes NewRegistry fail.
+	Truncation string
+	// KeepShellState carries shell state between a scope's execs: after
+	// a foreground exec ends (or one that ended within its yield window),
+	// its final working directory and exported variables become the
+	// starting point of the scope's next exec, as if both ran in one
+	// shell. A call's own workdir and env apply to that call only; what
+	// the command changes (cd, export, unset, a venv activation's PATH)
+	// carries, except variables the environment rules refuse as
+	// overrides (the result names them). Background sessions leave the
+	// state alone. [Scope.ResetShellState] and the process action
+	// "reset-shell" forget it. Not supported on nodes (Host "node"),
+	// whose execs start fresh. Default false. See the package
+	// documentation's "Shell conveniences".
+	KeepShellState bool
 }
 
 // Defaults of the input-wait hint and of deferred approvals.
@@ -362,6 +396,7 @@ type settings struct {
 	inputWait   time.Duration // InputWaitIdleMs
 	approvalTTL time.Duration // ApprovalTimeout
 	approvals   ApprovalStore
+	shellOpts
 }
 
 func resolveConfig(c Config, getenv func(string) string) (settings, error) {
@@ -469,6 +504,9 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 		return s, fmt.Errorf("bgexec: Config.Ask: %w", err)
 	}
 	if s.limitSettings, err = resolveLimits(&c); err != nil {
+		return s, err
+	}
+	if s.shellOpts, err = resolveShellOpts(&c); err != nil {
 		return s, err
 	}
 	if s.maxTimeout > 0 && (s.timeout == 0 || s.timeout > s.maxTimeout) {

@@ -216,6 +216,97 @@
 // anything. Every child then gets OPENCLAW_SHELL=exec (Config.ShellMarker)
 // and OPENCLAW_CLI=1, which no inherited or per-call value can replace.
 //
+// With Config.NonInteractive, every child also gets [NonInteractiveEnv]
+// (GIT_TERMINAL_PROMPT=0, GCM_INTERACTIVE=never,
+// DEBIAN_FRONTEND=noninteractive, PIP_NO_INPUT=1) over inherited values,
+// on this machine, in the sandbox and on nodes; a key the call's env
+// sets keeps the call's value. PAGER=cat and GIT_PAGER=cat are set for
+// every child on this machine whatever the option:
+//
+//	reg, err := bgexec.NewRegistry(bgexec.Config{NonInteractive: true})
+//	// git clone https://… now fails at once instead of asking for a password.
+//
+// # Shell conveniences
+//
+// Options that make sessions behave more like an agent's own shell. All
+// are off by default, so the default behaviour is the reference's.
+//
+// Head and tail. With Config.Truncation "head-tail", output cut at a cap
+// keeps its beginning: each session keeps its first min(2000,
+// MaxOutputChars/10) characters, at most 50 lines, apart (taken out of
+// MaxOutputChars, so the retained text is that much shorter), and a
+// finished exec result whose output was cut shows that head, a marker,
+// and the retained end:
+//
+//	line 0000
+//	…
+//	[... 400 lines (4000 characters) left out: lines 10-409. They were dropped at the retention cap and cannot be recovered.]
+//
+//	line 0410
+//	…
+//
+// A poll or wait whose poll buffer dropped output shows the first part of
+// what it should have returned (at most as much as the head buffer, 50
+// lines) and its last part, within the poll cap; the marker then names
+// the log offsets that still hold what was left out ("process log
+// offset=50 limit=400 reads them."), and which lines are gone for good
+// when the retention cap dropped them too. The head of a running exec
+// result ("Output so far") and log pages are not cut this way: log
+// returns the retained lines, and line numbers count as before.
+//
+// Split streams. exec streams "split" (an addition to the schema) keeps
+// each stream's output apart as well: finished exec results and poll
+// results carry details.stdout and details.stderr beside the merged text
+// ("" for a stream that printed nothing), each the stream's retained
+// output, cleaned and capped at MaxOutputChars like the merged one. The
+// text the model reads stays merged, in arrival order. A PTY has one
+// stream, so split with pty is a failure result and nothing runs:
+//
+//	res, _ := sc.Exec(ctx, &bgexec.ExecRequest{Command: "make", Streams: "split"})
+//	fmt.Println(*res.Details.Stderr) // the compiler's errors alone
+//
+// Shell state. With Config.KeepShellState, a scope's execs behave as if
+// they ran one after another in one shell: when a foreground exec ends
+// (or one that ended within its yield window), its final working
+// directory and exported variables are where the scope's next exec
+// starts.
+//
+//	sc.Exec(ctx, &bgexec.ExecRequest{Command: "cd build && . ../.venv/bin/activate && export MODE=ci"})
+//	res, _ := sc.Exec(ctx, &bgexec.ExecRequest{Command: "pwd; command -v python; echo $MODE"})
+//	// /src/build, /src/.venv/bin/python, ci
+//
+// What carries and what does not:
+//
+//   - What the command changes carries: cd, export, unset, and also a
+//     failing command's changes, and those of a command that ran exit
+//     part way or stopped under set -e. A command killed by a signal or a
+//     timeout, one that replaced the shell (exec prog), and one that set
+//     an EXIT trap of its own leave the state as it was.
+//   - A call's own workdir and env apply to that call only; a relative
+//     workdir is taken from the state's directory.
+//   - Variables the environment rules refuse as per-call overrides
+//     (NODE_OPTIONS, LD_*, VIRTUAL_ENV, …) are not carried: the result's
+//     text ends with a note naming them, and details.notCarried lists
+//     them. PATH is the exception: its changes carry, so a virtualenv's
+//     activation does. Under security "allowlist", a listed name that
+//     the carried PATH resolves to a different file than the host's PATH
+//     is not the listed program.
+//   - Background sessions (background, a run past its yield window, one
+//     whose shell left processes running) leave the state alone.
+//   - Each scope has its own state. [Scope.ResetShellState], or the
+//     process action "reset-shell" (no sessionId), forgets it. A state
+//     directory removed meanwhile gives the workdir warning and the
+//     default directory.
+//
+// The state is captured without touching the output: the command runs
+// behind a one-line prologue that sets an EXIT trap, which writes `pwd`
+// and `env -0` to descriptor 4, a memfd that only bgexec reads (at most
+// 4 MiB; a larger state is not carried). The command's processes inherit
+// that descriptor; a command that opens its own fd 4 (exec 4>file) keeps
+// its file as it is, and leaves no state. It works under bash, dash and
+// any POSIX sh, and in the sandbox, whose paths are the host's. On nodes
+// (Host "node") the state is not kept: each exec starts fresh.
+//
 // # PTY versus pipes
 //
 // Pipe sessions (the default) have separate stdout and stderr; stdin is

@@ -77,6 +77,12 @@ type ExecRequest struct {
 	// Empty means Config.DefaultNode. An unknown name is a failure result
 	// listing the configured ones; a node under another host is refused.
 	Node string `json:"node,omitzero"`
+	// Streams is "merged" (default) or "split": with "split", finished
+	// exec results and poll results also carry details.stdout and
+	// details.stderr, each stream's retained output apart (the text stays
+	// merged). A PTY has one stream, so split with pty is a failure
+	// result. An addition to the reference schema.
+	Streams string `json:"streams,omitzero"`
 }
 
 // Exec runs req.Command (the exec tool). It returns when the command exits
@@ -143,6 +149,10 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	default:
 		return execFailure(fmt.Sprintf("Invalid stdin %q: use \"closed\" or \"pipe\".", req.Stdin)), nil
 	}
+	split, msg := parseStreams(req)
+	if msg != "" {
+		return execFailure(msg), nil
+	}
 	var warnings []string
 	if capWarning != "" {
 		warnings = append(warnings, capWarning)
@@ -160,8 +170,18 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		if n := strings.TrimSpace(req.Node); n != "" {
 			return execFailure(fmt.Sprintf("Node %q given, but commands run on the %s here; node needs host=node (tools.exec.host).", n, st.host)), nil
 		}
+		def := st.workdir
+		if st.keepState {
+			if prev, ok := sc.reg.shells.get(sc.key); ok && prev.cwd != "" {
+				if isDir(prev.cwd) {
+					def = prev.cwd
+				} else if strings.TrimSpace(req.Workdir) == "" {
+					warnings = append(warnings, `Warning: workdir "`+prev.cwd+`" (left by the previous exec) is unavailable; using "`+defaultWorkdir(st.workdir)+`".`)
+				}
+			}
+		}
 		var msg string
-		if cwd, warn, msg = sc.localWorkdir(req); msg != "" {
+		if cwd, warn, msg = sc.localWorkdir(req, def); msg != "" {
 			return execFailure(msg), nil
 		}
 	}
@@ -191,7 +211,21 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		yield, capped = st.capWait(yield)
 	}
 
-	args, script := shellArgs(st.shell, req.Command)
+	// Shell state (Config.KeepShellState): the state this exec starts
+	// from, and the memfd its shell leaves the next one in.
+	keep := st.keepState && node == nil
+	var prev shellState
+	var stateFile *os.File
+	command := req.Command
+	if keep {
+		prev, _ = sc.reg.shells.get(sc.key)
+		if f, err := stateMemfd(); err == nil {
+			stateFile = f
+			defer stateFile.Close()
+			command = statePrologue + req.Command
+		}
+	}
+	args, script := shellArgs(st.shell, command)
 	spec := &spawnSpec{
 		path:      st.shellPath,
 		args:      args,
@@ -199,6 +233,7 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		dir:       cwd,
 		stdinPipe: stdinPipe,
 		pty:       req.PTY,
+		stateFile: stateFile,
 		cols:      DefaultPTYCols,
 		rows:      DefaultPTYRows,
 	}
@@ -216,9 +251,13 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	}
 	if node != nil {
 		spec.node, spec.command, spec.nodeDir = node, req.Command, cwd
-		spec.nodeEnv = nodeEnv(req.Env, extra)
+		spec.nodeEnv = append(withoutOverridden(st.defaultEnv, req.Env), nodeEnv(req.Env, extra)...)
 	} else {
-		inherited := os.Environ()
+		base := os.Environ()
+		if prev.env != nil {
+			base = prev.env
+		}
+		inherited := withDefaults(base, st.defaultEnv)
 		if req.PTY {
 			inherited = withoutSizeVars(inherited)
 		}
@@ -275,6 +314,8 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		DrainTimeout:       st.drainTimeout,
 		MaxChars:           st.maxChars,
 		PendingChars:       st.pendingChars,
+		HeadChars:          st.headChars,
+		SplitStreams:       split,
 		Background:         background,
 		NotifyOnExit:       st.notifyOnExit && (st.notifier != nil || st.notices),
 		NotifyEmptySuccess: st.notifyEmpty,
@@ -288,6 +329,9 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		Stdin:         sp.stdin,
 	})
 	res, err = sc.run(ctx, s, background, yield, synchronous, warnings)
+	if stateFile != nil && err == nil && res.Details.Status != StatusRunning {
+		sc.keepState(res, prev, spec.env, req.Env, cwd, stateFile)
+	}
 	if capped && err == nil && !background && res.Details.Status == StatusRunning && time.Since(start) >= yield {
 		noteCapped(res, st.cappedNote("yieldMs", askedYield, "the command keeps running in the background. Use process wait or poll to wait for it."))
 	}
@@ -434,6 +478,13 @@ func finishedResult(s *session.Session, warnings []string) *Result {
 	dur := e.At.Sub(s.StartedAt()).Milliseconds()
 
 	out := strings.TrimSpace(agg)
+	notice := sn.Truncated
+	if sn.Truncated && s.HeadChars() > 0 {
+		// Head and tail: the marker between them replaces the notice.
+		if ht, _ := s.HeadTail(math.MaxInt); ht.Gap != nil {
+			out, notice = joinHeadTail(ht, true), false
+		}
+	}
 	d := Details{
 		Status:     statusOf(e.Status()),
 		ExitCode:   e.Code,
@@ -444,6 +495,7 @@ func finishedResult(s *session.Session, warnings []string) *Result {
 		Title:      titleOf(s),
 		execEnd:    true,
 	}
+	d.Stdout, d.Stderr = streamsOf(s)
 	var text string
 	if d.Status == StatusCompleted {
 		text = out
@@ -468,7 +520,7 @@ func finishedResult(s *session.Session, warnings []string) *Result {
 			text = reason
 		}
 	}
-	return textResult(withWarnings(warnings, s.WithHint(withNotice(text, sn.Truncated))), d)
+	return textResult(withWarnings(warnings, s.WithHint(withNotice(text, notice))), d)
 }
 
 // failureReason explains a failed end.
@@ -593,11 +645,12 @@ func resolveWorkdir(req, def string) (cwd, warning, failureText string) {
 }
 
 // localWorkdir resolves the workdir of a call that runs on this machine
-// and, for a sandboxed call, checks that it lies in a path the sandbox
+// (def is the default: the configured one, or the one the scope's last
+// exec left) and, for a sandboxed call, checks that it lies in a path the sandbox
 // exposes, so a workdir the sandbox would refuse is refused before any
 // approver is asked. The sandbox checks it again when it binds it.
-func (sc *Scope) localWorkdir(req *ExecRequest) (cwd, warning, failureText string) {
-	cwd, warning, failureText = resolveWorkdir(req.Workdir, sc.reg.cfg.workdir)
+func (sc *Scope) localWorkdir(req *ExecRequest, def string) (cwd, warning, failureText string) {
+	cwd, warning, failureText = resolveWorkdir(req.Workdir, def)
 	if p := sc.reg.cfg.sandbox; failureText == "" && p != nil && !req.Elevated {
 		_, _, failureText = p.placeWorkdir(cwd)
 	}

@@ -17,12 +17,14 @@ import (
 // names mirror the tool schema.
 type ProcessRequest struct {
 	// Action is one of list, poll, log, write, send-keys, submit, paste,
-	// kill, clear, remove, and the additions resize, wait and screen.
+	// kill, clear, remove, and the additions resize, wait, screen and
+	// reset-shell (see [Scope.ResetShellState]).
 	// Required and case-sensitive: "POLL" is an unknown action. An unknown
 	// action fails with "Unknown action <action>. Expected one of: …",
 	// before the check for a missing SessionID.
 	Action string `json:"action"`
-	// SessionID names the session; required for every action but list.
+	// SessionID names the session; required for every action but list
+	// and reset-shell.
 	SessionID string `json:"sessionId,omitzero"`
 	// Data is written to stdin (write).
 	Data string `json:"data,omitzero"`
@@ -89,7 +91,7 @@ const (
 	WriteBound = 5 * time.Second
 )
 
-const actionList = "list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen"
+const actionList = "list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen, reset-shell"
 
 // maxLineArg bounds a floored JSON offset or limit, far beyond any log.
 const maxLineArg = 1 << 53
@@ -148,6 +150,9 @@ func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (res *Result,
 	// before a missing sessionId, as the newest reference does.
 	if req.Action == "list" {
 		return sc.list(), nil
+	}
+	if req.Action == "reset-shell" {
+		return sc.resetShell(ctx)
 	}
 	h, ok := processActions[req.Action]
 	if !ok {
@@ -289,6 +294,7 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	sc.reg.retract(sc.key, dr.Retract)
 	sn := &dr.Snap
 	d := Details{Status: statusOf(sn.Status), SessionID: s.ID(), Name: s.Name(), Aggregated: dr.Aggregated, Title: titleOf(s)}
+	d.Stdout, d.Stderr = streamsOf(s)
 	end := exitLine(sn)
 	if sn.Ended {
 		exitDetails(&d, &sn.Exit)
@@ -306,7 +312,7 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 	if body == "" {
 		body = "(no new output)"
 	}
-	body = withLossNotice(body, dr.Loss)
+	body = cutBody(body, &dr)
 	if d.WaitingForInput != nil && !*d.WaitingForInput && waitingForInput(s, &dr, idle) {
 		body += "\n" + waitingForInputNote
 	}

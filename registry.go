@@ -25,6 +25,7 @@ type Registry struct {
 	cfg    settings
 	env    envpolicy.Policy
 	allow  *allowlist.Checker // the allowlist, parsed per call
+	shells shellStates        // each scope's shell state (Config.KeepShellState)
 	chunks session.ChunkPool
 	spawn  func(*spawnSpec) (*spawned, error) // spawnContained; tests substitute fakes
 

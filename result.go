@@ -164,6 +164,19 @@ type Details struct {
 	// as the running text's follow-up line names them (running exec results).
 	FollowUp []string `json:"followUp,omitzero"`
 
+	// Agent-shell additions (see the package documentation's "Shell
+	// conveniences").
+
+	// Stdout and Stderr are each stream's retained output, cleaned like
+	// the merged text and capped alike, when exec was given streams
+	// "split" (finished exec results and poll; nil elsewhere).
+	Stdout *string `json:"stdout,omitzero"`
+	Stderr *string `json:"stderr,omitzero"`
+	// NotCarried lists the variables a finished exec's command changed
+	// that the environment rules keep from carrying to the scope's next
+	// exec (Config.KeepShellState); its text ends with a note naming them.
+	NotCarried []string `json:"notCarried,omitzero"`
+
 	// execEnd marks a completed or failed exec result, whose JSON always
 	// carries exitCode and aggregated.
 	execEnd bool

@@ -175,6 +175,12 @@ const execSchema = `{
     "node": {
       "type": "string",
       "description": "Which node runs the command when host is node. Default: the configured default node."
+    },
+    "streams": {
+      "type": "string",
+      "enum": ["merged", "split"],
+      "default": "merged",
+      "description": "bgexec addition. split: the result details also carry stdout and stderr apart (finished exec results and poll); not with pty, which has one stream."
     }
   },
   "required": ["command"],
@@ -193,11 +199,11 @@ const processSchema = `{
   "properties": {
     "action": {
       "type": "string",
-      "description": "What to do: one of list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen (case-sensitive). resize, wait and screen are bgexec additions."
+      "description": "What to do: one of list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen, reset-shell (case-sensitive). resize, wait, screen and reset-shell are bgexec additions; reset-shell (no sessionId) forgets the working directory and variables earlier execs left when shell state is kept."
     },
     "sessionId": {
       "type": "string",
-      "description": "The session id returned by exec. Required for every action but list."
+      "description": "The session id returned by exec. Required for every action but list and reset-shell."
     },
     "data": {
       "type": "string",

@@ -2,6 +2,7 @@ package bgexec
 
 import (
 	"io"
+	"os"
 
 	"github.com/bgexec/bgexec/internal/session"
 )
@@ -19,6 +20,7 @@ type spawnSpec struct {
 	rows      uint16
 	cgroup    *sessionCgroup // nil: process group only
 	pdeathsig bool           // SIGKILL the child when the forking thread exits
+	stateFile *os.File       // non-nil: the child's fd 4, for its shell state (shellstate.go)
 	// sandbox, when set, runs the command inside bwrap (see sandbox.go),
 	// with sandboxDir, the working directory's real path, bound
 	// read-write, or read-only when sandboxReadOnly (it lies in a

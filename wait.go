@@ -100,7 +100,7 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	if body == "" {
 		body = "(no new output)"
 	}
-	res := textResult(head+"\n\n"+withLossNotice(body, w.Loss)+"\n\n"+end, d)
+	res := textResult(head+"\n\n"+cutBody(body, &w.Drained)+"\n\n"+end, d)
 	res.tookDrain(s, &w.Drained) // given back if it never reaches the model
 	return res, nil
 }

@@ -30,6 +30,12 @@ type Checker struct {
 	// LookPath resolves a command name on PATH; nil means no name resolves
 	// (names then match by name only).
 	LookPath func(name string) (string, error)
+	// HostLookPath, when set, is how the host resolves names, and
+	// LookPath resolves them on another PATH (a shell state's): a bare
+	// name then matches its entry only when both resolve it to the same
+	// file, so a program of the same name earlier on the other PATH is
+	// not the listed one. Nil: a bare name matches by name.
+	HostLookPath func(name string) (string, error)
 	// AssignKey vets the key of a variable assignment (FOO=1 cmd, FOO=1):
 	// it returns "" to accept it, else the reason it is refused. Nil
 	// accepts every key.
@@ -457,7 +463,7 @@ func (c *Checker) programMatches(entry, name string) bool {
 		return false
 	}
 	if !hasSlash && entry == name {
-		return true
+		return c.HostLookPath == nil || c.sameOnBothPaths(name)
 	}
 	if c.LookPath == nil {
 		return false
@@ -472,8 +478,14 @@ func (c *Checker) programMatches(entry, name string) bool {
 	}
 	p := entry
 	if !filepath.IsAbs(entry) {
+		// A listed name means the host's program, not one a carried PATH
+		// puts first.
+		look := c.LookPath
+		if c.HostLookPath != nil {
+			look = c.HostLookPath
+		}
 		var err error
-		if p, err = c.LookPath(entry); err != nil {
+		if p, err = look(entry); err != nil {
 			return false
 		}
 	}
@@ -483,6 +495,25 @@ func (c *Checker) programMatches(entry, name string) bool {
 	}
 	ei, err := os.Stat(p)
 	return err == nil && os.SameFile(ti, ei)
+}
+
+// sameOnBothPaths reports whether LookPath and HostLookPath resolve name
+// to the same file.
+func (c *Checker) sameOnBothPaths(name string) bool {
+	if c.LookPath == nil {
+		return false
+	}
+	p, err := c.LookPath(name)
+	if err != nil {
+		return false
+	}
+	h, err := c.HostLookPath(name)
+	if err != nil {
+		return false
+	}
+	pi, err1 := os.Stat(p)
+	hi, err2 := os.Stat(h)
+	return err1 == nil && err2 == nil && os.SameFile(pi, hi)
 }
 
 // value returns a word's value after quote removal, and whether it is

@@ -41,13 +41,33 @@ type output struct {
 	// output count it was taken at.
 	linePrefix []byte
 	prefixAt   int64
+
+	// head is the first part of the output (head-and-tail texts; its
+	// limit is 0 without them); split, when set, keeps each stream's own
+	// retained text. drainedFrom and drainedTo are the window the latest
+	// drain returned (code point positions).
+	head                   headBuf
+	split                  *[2]runeRing
+	drainedFrom, drainedTo int64
 }
 
 func newOutput(maxChars, pendingChars int) output {
-	return output{
-		agg:     runeRing{limit: maxChars},
+	return newOutputWith(maxChars, pendingChars, 0, false)
+}
+
+// newOutputWith makes the buffers; headChars of maxChars go to the head
+// buffer, and split keeps each stream's text apart too.
+func newOutputWith(maxChars, pendingChars, headChars int, split bool) output {
+	headChars = min(max(headChars, 0), maxChars/2)
+	o := output{
+		agg:     runeRing{limit: maxChars - headChars},
 		pending: pendingBuf{limit: pendingChars},
+		head:    headBuf{limit: headChars},
 	}
+	if split {
+		o.split = &[2]runeRing{{limit: maxChars}, {limit: maxChars}}
+	}
+	return o
 }
 
 // add appends cleaned text (valid UTF-8 of n code points) from stream s.
@@ -59,6 +79,10 @@ func (o *output) add(s streamID, text []byte, n int) {
 	o.totalChars += int64(n)
 	o.agg.append(text, n)
 	o.pending.append(s, text, n, at)
+	o.head.append(text, n)
+	if o.split != nil {
+		o.split[s].append(text, n)
+	}
 }
 
 // drain returns the pending output, what was lost from it, and remembers
@@ -69,6 +93,7 @@ func (o *output) drain() (string, Loss) {
 		o.prefixAt = o.totalChars
 	}
 	text, lostAt := o.pending.drain()
+	o.drainedFrom, o.drainedTo = o.drainedTo, o.totalChars
 	switch {
 	case lostAt < 0:
 		return text, LostNothing

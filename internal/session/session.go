@@ -113,6 +113,13 @@ type Options struct {
 	KillGrace                     time.Duration // SIGTERM to SIGKILL
 	DrainTimeout                  time.Duration // how long readers may outlive the exit
 	MaxChars, PendingChars        int
+	// HeadChars, when set, keeps the first HeadChars code points (at most
+	// HeadLines lines) of the output apart, out of MaxChars, for
+	// head-and-tail texts (see HeadTail and Drained.Cut).
+	HeadChars int
+	// SplitStreams keeps each stream's retained text apart too (each
+	// capped at MaxChars), for Streams.
+	SplitStreams bool
 	// Background marks the session backgrounded from the start.
 	Background bool
 	// NotifyOnExit and NotifyEmptySuccess decide whether an unreported end
@@ -213,7 +220,7 @@ func New(o Options) *Session {
 		done:         make(chan struct{}),
 		stdin:        o.Stdin,
 		stdinSem:     make(chan struct{}, 1),
-		out:          newOutput(o.MaxChars, o.PendingChars),
+		out:          newOutputWith(o.MaxChars, o.PendingChars, o.HeadChars, o.SplitStreams),
 		backgrounded: o.Background,
 		changed:      make(chan struct{}),
 		leftBehind:   make(chan struct{}),
@@ -682,6 +689,9 @@ type Drained struct {
 	at       int64 // the position of Text's first code point
 	runes    int   // Text's length in code points
 	reported bool  // this call took over the report of the end
+	// Cut, with a head buffer and a lossy drain, is the drained window
+	// cut to its head and tail (see HeadTail); nil otherwise.
+	Cut *HeadTail
 }
 
 // waitChange blocks until cond holds (checked under the lock), the session
@@ -787,7 +797,7 @@ func (s *Session) drainLocked() Drained {
 	n := utf8.RuneCountInString(text)
 	return Drained{
 		Text: text, Loss: loss, Snap: s.snapshotLocked(), Aggregated: s.out.agg.String(),
-		Quiet: s.quietLocked(), PartialLine: s.partialLineLocked(),
+		Quiet: s.quietLocked(), PartialLine: s.partialLineLocked(), Cut: s.out.cutLocked(loss),
 		at: max(s.out.totalChars-int64(n), 0), runes: n,
 	}
 }

@@ -1,0 +1,64 @@
+package bgexec
+
+import "strings"
+
+// NonInteractiveEnv returns the environment entries ("KEY=VALUE") that
+// [Config.NonInteractive] adds to every child, a fresh slice each call:
+//
+//   - GIT_TERMINAL_PROMPT=0: git fails instead of asking for a username
+//     or password on the terminal;
+//   - GCM_INTERACTIVE=never: Git Credential Manager never opens a prompt;
+//   - DEBIAN_FRONTEND=noninteractive: apt and dpkg take the default
+//     answer to every debconf question;
+//   - PIP_NO_INPUT=1: pip fails instead of asking (credentials, confirmations).
+//
+// Settings that answer "yes" on the user's behalf (NPM_CONFIG_YES,
+// CONDA_ALWAYS_YES, apt's -y) are deliberately left out: skipping a
+// question is safe, agreeing to an install nobody asked for is not. npx
+// and conda ask nothing when stdin is not a terminal (pipe sessions), and
+// read EOF and stop when it is closed.
+func NonInteractiveEnv() []string {
+	return []string{
+		"GIT_TERMINAL_PROMPT=0",
+		"GCM_INTERACTIVE=never",
+		"DEBIAN_FRONTEND=noninteractive",
+		"PIP_NO_INPUT=1",
+	}
+}
+
+// withDefaults returns environ with defaults ("K=V") set over the
+// inherited values of the same keys; a per-call env merged afterwards
+// still wins.
+func withDefaults(environ, defaults []string) []string {
+	if len(defaults) == 0 {
+		return environ
+	}
+	keys := make(map[string]bool, len(defaults))
+	for _, d := range defaults {
+		k, _, _ := strings.Cut(d, "=")
+		keys[k] = true
+	}
+	out := make([]string, 0, len(environ)+len(defaults))
+	for _, e := range environ {
+		if k, _, _ := strings.Cut(e, "="); !keys[k] {
+			out = append(out, e)
+		}
+	}
+	return append(out, defaults...)
+}
+
+// withoutOverridden returns defaults minus the keys a per-call env sets.
+func withoutOverridden(defaults []string, env map[string]string) []string {
+	out := make([]string, 0, len(defaults))
+	for _, d := range defaults {
+		if k, _, _ := strings.Cut(d, "="); !hasKey(env, k) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func hasKey(env map[string]string, key string) bool {
+	_, ok := env[key]
+	return ok
+}
