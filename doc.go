@@ -576,9 +576,11 @@
 // its sessions do not live on as orphans. Each registry starts two small sh
 // watchdog processes, each reading a lifeline of its own, a Unix socket
 // only the host writes to; when the lifeline closes it SIGKILLs the
-// processes of every session's cgroup namespace, the registry's cgroup
-// (and with it every session cgroup inside) and every process group still
-// listed. If a watchdog dies while the registry is open (someone killed
+// registry's cgroup (and with it every session cgroup inside), every
+// process group still listed and then the processes of every session's
+// cgroup namespace (a scan of every process on the machine, which takes
+// seconds under load: it comes last, for the processes that left their
+// cgroup). If a watchdog dies while the registry is open (someone killed
 // it), the registry starts another and lists everything again; the other
 // one stands in meanwhile, so a host killed right after a watchdog still
 // takes its sessions along. Killing both watchdogs and then the host

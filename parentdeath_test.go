@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -290,4 +291,52 @@ drain:
 	watches["pipe-escaper"].kill()
 	assert.True(t, watches["pipe-escaper"].goneBy(time.Now().Add(10*time.Second)))
 	t.Logf("containment %s: host SIGKILLed; 5 of 5 group processes gone after %v; setsid escaper survived: %v", mode, gone.Round(time.Millisecond), survived)
+}
+
+// TestWatchdogKillsTheCgroupFirst: the namespace scan reads a link of every
+// process on the machine and takes seconds under load, so the watchdog must
+// have killed the registry's cgroup before it starts one. Run first, it let
+// sessions outlive a host killed right after the other watchdog by more
+// than 10 s. The scan's ls is one that notes what cgroup.kill held when it
+// ran (the watchdog's own PATH is fixed; this test runs its script with
+// another).
+func TestWatchdogKillsTheCgroupFirst(t *testing.T) {
+	t.Parallel()
+	bin, notes, cg := t.TempDir(), t.TempDir(), t.TempDir()
+	kill := filepath.Join(cg, "cgroup.kill")
+	seen := filepath.Join(notes, "seen")
+	require.NoError(t, os.WriteFile(kill, nil, 0o600))
+	// It removes cgroup.kill once noted, so that the watchdog's rmdir of
+	// the (fake) cgroup succeeds at once.
+	ls := "#!/bin/sh\n{ printf 'kill=' && cat " + kill + "; } >> " + seen + " 2>&1\nrm -f " + kill + "\nexec /bin/ls \"$@\"\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "ls"), []byte(ls), 0o700))
+
+	host, child, err := newLifeline()
+	require.NoError(t, err)
+	defer host.Close()
+	cmd := watchdogCommand(cg, child)
+	cmd.Env = []string{"PATH=" + bin + ":/usr/sbin:/usr/bin:/sbin:/bin"}
+	err = cmd.Start()
+	_ = child.Close()
+	require.NoError(t, err)
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-waited
+	})
+	// A namespace no process is in: one look, which finds nothing.
+	_, err = host.WriteString("+n 12345\n")
+	require.NoError(t, err)
+	require.NoError(t, host.Close())
+	select {
+	case <-waited:
+		waited <- nil // for the cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watchdog did not exit at the end of its lifeline")
+	}
+	got, err := os.ReadFile(seen)
+	require.NoError(t, err, "the watchdog scanned the namespaces")
+	assert.Equal(t, "kill=1\n", string(got), "cgroup.kill was written before the namespace scan, which ran once")
+	assert.NoDirExists(t, cg, "the watchdog removed the cgroup")
 }
