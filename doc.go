@@ -575,12 +575,13 @@
 // If the embedding process dies without calling Close, even by SIGKILL,
 // its sessions do not live on as orphans. Each registry starts two small sh
 // watchdog processes, each reading a lifeline of its own, a Unix socket
-// only the host writes to; when the lifeline closes it SIGKILLs the
-// registry's cgroup (and with it every session cgroup inside), every
-// process group still listed and then the processes of every session's
-// cgroup namespace (a scan of every process on the machine, which takes
-// seconds under load: it comes last, for the processes that left their
-// cgroup). If a watchdog dies while the registry is open (someone killed
+// only the host writes to; when the lifeline closes it freezes the
+// registry's cgroup, stops the processes of every session's cgroup
+// namespace that left it (a scan of every process on the machine, which
+// takes seconds under load), and then SIGKILLs the registry's cgroup (and
+// with it every session cgroup inside), every process group still listed
+// and every process it stopped. Nothing is killed before the scan: a
+// freed namespace's number can be reused by a stranger's namespace. If a watchdog dies while the registry is open (someone killed
 // it), the registry starts another and lists everything again; the other
 // one stands in meanwhile, so a host killed right after a watchdog still
 // takes its sessions along. Killing both watchdogs and then the host

@@ -102,21 +102,31 @@ func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 // exported shell variables (the shell's hash table: constant time per
 // line, so it keeps up with thousands of sessions). When the lifeline
 // reaches EOF, because Close ended it or because the host died (even by
-// SIGKILL), it kills the registry's cgroup, every process group still
-// listed and every process of a listed namespace (wherever its cgroup:
-// one ls -l of /proc/*/ns/cgroup for all of them, again until none is
-// found), so no session outlives its host as an orphan, and then removes
-// the cgroups.
+// SIGKILL), it ends every session, so none outlives its host as an
+// orphan, and then removes the cgroups. In this order:
 //
-// The order matters on a loaded machine. The cgroup kill is one write and
-// the group kills are shell builtins: they take effect within
-// milliseconds. The namespace scan reads a link of every process on the
+//  1. It freezes the registry's cgroup (cgroup.freeze): one write, and
+//     no session process inside runs any more.
+//  2. It stops (SIGSTOP) every process of a listed cgroup namespace,
+//     wherever its cgroup: one ls -l of /proc/*/ns/cgroup. When one it
+//     found was outside the frozen cgroup (it left it, and could fork
+//     meanwhile), it looks again, until a look finds no process it had
+//     not seen (at most three looks).
+//  3. It kills the registry's cgroup (cgroup.kill), every process group
+//     still listed and every process it stopped.
+//
+// Nothing is killed before the scan, because a namespace whose last
+// process died is freed, and the kernel gives its number to the next
+// namespace created anywhere on the machine: a later look would then
+// kill the processes of a stranger's namespace (another registry's
+// session, under a load of tests). Frozen and stopped processes keep
+// their namespaces, so every number the scan matches is still the
+// session's. And the scan, which reads a link of every process on the
 // machine (about 0.35 s of CPU with 2,000 processes, 1-4 s of wall time
-// per look at load 20, and a look that killed something is followed by
-// another); it only matters for a process that left its cgroup, so it
-// comes last. Run first, it held back the cgroup kill long enough that a
-// host killed 0-1 ms after the other watchdog left its sessions running
-// for more than 10 s.
+// per look at load 20), no longer holds back anything a session could
+// do: what it has not stopped yet is frozen. A host killed 0-1 ms after
+// the other watchdog once left its sessions running for more than 10 s
+// while the scan ran first and killed as it went.
 //
 // Nothing it reads is ever parsed as shell code: a line counts only if it
 // names one process group by a plain decimal number above 1 with at most
@@ -128,9 +138,11 @@ func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 // so a variable the shell did not get from a line (it has no inherited
 // environment) cannot name a group either.
 const watchdogScript = `trap '' HUP INT TERM
-killns() {
+stopns() {
+	b=${2##*/}
+	prev=
 	r=0
-	while [ $r -lt 50 ]; do
+	while [ $r -lt 3 ]; do
 		found=$(ls -l /proc/[1-9]*/ns/cgroup 2>/dev/null | while read -r line; do
 			n=${line##*-> cgroup:\[}
 			n=${n%\]}
@@ -140,11 +152,21 @@ killns() {
 			q=${q##* /proc/}
 			q=${q%%/*}
 			case $q in ''|*[!0-9]*) continue ;; esac
-			kill -s KILL "$q" 2>/dev/null && echo k
+			kill -s STOP "$q" 2>/dev/null || continue
+			out=o
+			if [ -n "$b" ]; then
+				while IFS= read -r l; do
+					case $l in 0::*/"$b"|0::*/"$b"/*) out= ;; esac
+				done < "/proc/$q/cgroup"
+			fi
+			echo "$q$out"
 		done)
-		[ -z "$found" ] && return
+		found=$(echo $found)
+		stopped="$stopped $found"
+		case " $found " in *o\ *) ;; *) return ;; esac
+		[ "$found" = "$prev" ] && return
+		prev=$found
 		r=$((r+1))
-		sleep 0.01
 	done
 }
 while read -r op p; do
@@ -161,6 +183,15 @@ while read -r op p; do
 	esac
 done
 exec </dev/null
+[ -n "$1" ] && echo 1 > "$1/cgroup.freeze" 2>/dev/null
+nss=$(set | while IFS='=' read -r k _; do
+	case $k in n_*) ;; *) continue ;; esac
+	p=${k#n_}
+	case $p in ''|*[!0-9]*|0*|?????????????????????*) continue ;; esac
+	printf ' %s' "$p"
+done)
+stopped=
+[ -n "$nss" ] && stopns "$nss" "$1"
 [ -n "$1" ] && echo 1 > "$1/cgroup.kill" 2>/dev/null
 set | while IFS='=' read -r k _; do
 	case $k in g_*) ;; *) continue ;; esac
@@ -168,13 +199,11 @@ set | while IFS='=' read -r k _; do
 	case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac
 	kill -s KILL -- "-$p" 2>/dev/null
 done
-nss=$(set | while IFS='=' read -r k _; do
-	case $k in n_*) ;; *) continue ;; esac
-	p=${k#n_}
-	case $p in ''|*[!0-9]*|0*|?????????????????????*) continue ;; esac
-	printf ' %s' "$p"
-done)
-[ -n "$nss" ] && killns "$nss"
+for q in $stopped; do
+	q=${q%o}
+	case $q in ''|*[!0-9]*) continue ;; esac
+	kill -s KILL "$q" 2>/dev/null
+done
 if [ -n "$1" ]; then
 	i=0
 	while [ -d "$1" ] && [ $i -lt 50 ]; do

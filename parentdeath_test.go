@@ -293,23 +293,23 @@ drain:
 	t.Logf("containment %s: host SIGKILLed; 5 of 5 group processes gone after %v; setsid escaper survived: %v", mode, gone.Round(time.Millisecond), survived)
 }
 
-// TestWatchdogKillsTheCgroupFirst: the namespace scan reads a link of every
-// process on the machine and takes seconds under load, so the watchdog must
-// have killed the registry's cgroup before it starts one. Run first, it let
-// sessions outlive a host killed right after the other watchdog by more
-// than 10 s. The scan's ls is one that notes what cgroup.kill held when it
-// ran (the watchdog's own PATH is fixed; this test runs its script with
-// another).
-func TestWatchdogKillsTheCgroupFirst(t *testing.T) {
+// The watchdog freezes the registry's cgroup before its namespace scan,
+// which takes seconds on a loaded machine, and kills only after it: a
+// namespace freed by a kill could get its number reused by a stranger's
+// before a later look. A stand-in ls notes what cgroup.freeze and
+// cgroup.kill held when the scan began; a stand-in rmdir notes what
+// cgroup.kill held at the end, and removes the (fake) cgroup.
+func TestWatchdogFreezesBeforeItScans(t *testing.T) {
 	t.Parallel()
 	bin, notes, cg := t.TempDir(), t.TempDir(), t.TempDir()
-	kill := filepath.Join(cg, "cgroup.kill")
+	freeze, kill := filepath.Join(cg, "cgroup.freeze"), filepath.Join(cg, "cgroup.kill")
 	seen := filepath.Join(notes, "seen")
+	require.NoError(t, os.WriteFile(freeze, nil, 0o600))
 	require.NoError(t, os.WriteFile(kill, nil, 0o600))
-	// It removes cgroup.kill once noted, so that the watchdog's rmdir of
-	// the (fake) cgroup succeeds at once.
-	ls := "#!/bin/sh\n{ printf 'kill=' && cat " + kill + "; } >> " + seen + " 2>&1\nrm -f " + kill + "\nexec /bin/ls \"$@\"\n"
+	ls := "#!/bin/sh\n{ printf 'scan freeze=%s kill=%s\\n' \"$(cat " + freeze + ")\" \"$(cat " + kill + ")\"; } >> " + seen + " 2>&1\nexec /bin/ls \"$@\"\n"
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "ls"), []byte(ls), 0o700))
+	rmdir := "#!/bin/sh\n[ \"$1\" = " + cg + " ] && { printf 'end kill=%s\\n' \"$(cat " + kill + ")\"; } >> " + seen + " 2>&1\nrm -rf -- \"$1\"\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "rmdir"), []byte(rmdir), 0o700))
 
 	host, child, err := newLifeline()
 	require.NoError(t, err)
@@ -337,6 +337,6 @@ func TestWatchdogKillsTheCgroupFirst(t *testing.T) {
 	}
 	got, err := os.ReadFile(seen)
 	require.NoError(t, err, "the watchdog scanned the namespaces")
-	assert.Equal(t, "kill=1\n", string(got), "cgroup.kill was written before the namespace scan, which ran once")
+	assert.Equal(t, "scan freeze=1 kill=\nend kill=1\n", string(got), "frozen before the one look, killed after it")
 	assert.NoDirExists(t, cg, "the watchdog removed the cgroup")
 }
