@@ -110,6 +110,10 @@ type toolOutput struct {
 	CursorCol       int     `json:"cursorCol,omitempty"`
 	AlternateScreen *bool   `json:"alternateScreen,omitempty"`
 	Title           *string `json:"title,omitempty"`
+	// The pending approval of an exec (status approval-pending).
+	ApprovalID       string   `json:"approvalId,omitempty"`
+	ExpiresAtMs      int64    `json:"expiresAtMs,omitempty"`
+	AllowedDecisions []string `json:"allowedDecisions,omitempty"`
 }
 
 // sessionOutput is one entry of list, without its output tail; the command
@@ -151,6 +155,7 @@ func outputOf(text string, d *bgexec.Details) toolOutput {
 		Resources: d.Resources,
 		Cols:      d.Cols, Rows: d.Rows, CursorRow: d.CursorRow, CursorCol: d.CursorCol,
 		AlternateScreen: d.AlternateScreen, Title: d.Title,
+		ApprovalID: d.ApprovalID, ExpiresAtMs: d.ExpiresAtMs, AllowedDecisions: d.AllowedDecisions,
 	}
 	switch {
 	case d.ExitCode != nil:
@@ -215,7 +220,10 @@ const resourcesSchema = `{
 
 const execOutputSchema = `{
   "type": "object",
-  "properties": {` + statusFieldsSchema + `
+  "properties": {` + statusFieldsSchema + `,
+    "approvalId": {"type": "string", "description": "The pending approval (approval-pending)."},
+    "expiresAtMs": {"type": "integer", "description": "When the pending approval expires as a denial, Unix epoch milliseconds."},
+    "allowedDecisions": {"type": "array", "items": {"type": "string"}, "description": "The decisions the approval takes."}
   },
   "required": ["text", "status"],
   "additionalProperties": false
