@@ -186,17 +186,34 @@ func TestApprovalDeniedWithoutAnAnswer(t *testing.T) {
 	})
 }
 
-// TestApprovalOverHTTP asks through a Streamable HTTP session: the form
-// travels on the exec request's stream.
+// TestApprovalOverHTTP asks through a Streamable HTTP session. In the
+// synchronous mode the form travels on the exec request's stream; in the
+// default pending mode, after exec has returned, on the session's
+// standalone stream.
 func TestApprovalOverHTTP(t *testing.T) {
-	hs := startHTTP(t, buildServer(t), "-ask", "always")
-	p := &person{}
-	p.answer("accept", "allow-once")
-	c := hs.connect(t, &mcp.ClientOptions{ElicitationHandler: p.handle})
-	res := c.call(t, "exec", map[string]any{"command": "echo HTTP-APPROVED"})
-	assert.Equal(t, "HTTP-APPROVED", structuredOnly(t, res))
-	require.Len(t, p.forms(), 1)
-	assert.Contains(t, p.forms()[0].Message, "Command: echo HTTP-APPROVED")
+	bin := buildServer(t)
+	t.Run("wait", func(t *testing.T) {
+		hs := startHTTP(t, bin, "-ask", "always", "-approval-mode", "wait")
+		p := &person{}
+		p.answer("accept", "allow-once")
+		c := hs.connect(t, &mcp.ClientOptions{ElicitationHandler: p.handle})
+		res := c.call(t, "exec", map[string]any{"command": "echo HTTP-APPROVED"})
+		assert.Equal(t, "HTTP-APPROVED", structuredOnly(t, res))
+		require.Len(t, p.forms(), 1)
+		assert.Contains(t, p.forms()[0].Message, "Command: echo HTTP-APPROVED")
+	})
+	t.Run("pending", func(t *testing.T) {
+		hs := startHTTP(t, bin, "-ask", "always")
+		p := &person{}
+		p.answer("accept", "allow-once")
+		c := hs.connect(t, &mcp.ClientOptions{ElicitationHandler: p.handle})
+		res := c.call(t, "exec", map[string]any{"command": "echo HTTP-APPROVED"})
+		d := detailsOf(t, res)
+		require.Equal(t, bgexec.StatusApprovalPending, d.Status)
+		awaitNotices(t, c, "Exec approved (approval "+d.ApprovalID+")", ":: HTTP-APPROVED")
+		require.Len(t, p.forms(), 1)
+		assert.Contains(t, p.forms()[0].Message, "Command: echo HTTP-APPROVED")
+	})
 }
 
 // awaitNotices makes list calls, collecting the notice lines of their
