@@ -62,6 +62,9 @@ type conn struct {
 	roots  rootDir
 	// approver asks the person; it owns the goroutines of pending forms.
 	approver *elicitApprover
+	// results holds the results not written yet, when the transport is
+	// wrapped by dropCancelled (stdio); nil otherwise.
+	results *resultBook
 }
 
 // newConn starts the registry of one MCP session.
@@ -132,7 +135,8 @@ func serve(ctx context.Context, t mcp.Transport, o *options) error {
 	if err != nil {
 		return err
 	}
-	ss, err := c.newServer().Connect(ctx, &dropCancelled{t: t}, nil)
+	c.results = &resultBook{sc: c.sc}
+	ss, err := c.newServer().Connect(ctx, &dropCancelled{t: t, lost: c.results.lost, done: c.results.delivered}, nil)
 	if err != nil {
 		return errors.Join(err, closeRegistry(c.reg))
 	}
@@ -215,6 +219,12 @@ func (c *conn) callTool(ctx context.Context, name string, req *mcp.CallToolReque
 		}
 		// The arguments were not a JSON object of the tool's fields.
 		return toolError(fmt.Sprintf("The %s call could not be made: %v. Pass the arguments as a JSON object matching the tool's input schema.", name, err)), nil
+	}
+	if c.results != nil && req.Params != nil {
+		// Given back if its response is not written (see dropCancelled).
+		if id, ok := requestOf(req.Params.Meta); ok {
+			c.results.put(id, res)
+		}
 	}
 	text := res.Text()
 	return &mcp.CallToolResult{
