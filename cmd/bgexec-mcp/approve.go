@@ -161,7 +161,7 @@ func (a *elicitApprover) ask(ss *mcp.ServerSession, id string, req *bgexec.Appro
 		case err != nil && !errors.Is(err, bgexec.ErrUnknownApproval) && !errors.Is(err, bgexec.ErrClosed):
 			a.logger.Warn("deciding an approval", "approval", id, "decision", decision, "err", err)
 		case !ok:
-			a.logger.Info("approval denied", "approval", id, "reason", reason)
+			a.logger.Warn("approval denied", "approval", id, "reason", reason)
 		}
 	})
 }
