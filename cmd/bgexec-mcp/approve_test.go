@@ -271,6 +271,7 @@ func TestApprovalPending(t *testing.T) {
 	c := connectWith(t, bin, &mcp.ClientOptions{ElicitationHandler: p.handle}, "-security", "allowlist", "-ask", "on-miss", "-allowlist", "ls")
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
+	//lint:ignore SA1019 the server keeps the deprecated MCP logging feature (see the README); this tests it.
 	require.NoError(t, c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
 	dir := t.TempDir()
 
