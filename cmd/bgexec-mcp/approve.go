@@ -93,8 +93,9 @@ type elicitApprover struct {
 	wg      sync.WaitGroup
 	logger  *slog.Logger
 
-	mu      sync.Mutex      // guards allowed
+	mu      sync.Mutex      // guards allowed, closed and adding to wg
 	allowed map[string]bool // commands allowed for the session, exactly as given
+	closed  bool            // close was called: ask starts nothing
 }
 
 // newElicitApprover returns the approver of one session; mode is
@@ -107,6 +108,9 @@ func newElicitApprover(timeout time.Duration, mode string, logger *slog.Logger) 
 // close stops the forms still open and waits for their goroutines; their
 // approvals stay pending and end with the registry. Idempotent.
 func (a *elicitApprover) close() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
 	a.stop()
 	a.wg.Wait()
 }
@@ -145,6 +149,11 @@ func (a *elicitApprover) Approve(ctx context.Context, req *bgexec.ApprovalReques
 // other outcome denies it. An approval the registry expired first is
 // unknown by then, which is fine: it was denied already.
 func (a *elicitApprover) ask(ss *mcp.ServerSession, id string, req *bgexec.ApprovalRequest) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return // the session is closing: its registry drops the approval
+	}
 	a.wg.Go(func() {
 		ok, reason, _ := a.elicit(a.stopped, ss, req)
 		if a.stopped.Err() != nil {
