@@ -51,16 +51,27 @@ const (
 	loggingExitSentence = "When a background command ends, this server sends an MCP logging message with its exit status and last output, which your host may not show you: to learn of the end, call process wait once."
 )
 
+// The library's words on where a pending approval's outcome arrives, and
+// this server's.
+const (
+	libraryApprovalWords = "its result arrives later as a system message (approved and running as a session, or denied)."
+	noticeApprovalWords  = "its outcome (approved and running as a session, or denied) comes first in a later exec or process result, in a line starting with " + bgexec.NoticePrefix
+	loggingApprovalWords = "its outcome is sent as an MCP logging message your host may not show: call process list later to see whether it runs."
+)
+
 // describe is the tool description this server offers: the library's,
-// with the exit sentence saying how this server tells of an end.
+// with the exit sentence and the approval outcome saying how this server
+// tells of them.
 func describe(def bgexec.ToolDefinition, notices bool) string {
 	if def.Name != bgexec.ToolExec {
 		return def.Description
 	}
 	if notices {
-		return strings.Replace(def.Description, libraryExitSentence, noticeExitSentence, 1)
+		d := strings.Replace(def.Description, libraryExitSentence, noticeExitSentence, 1)
+		return strings.Replace(d, libraryApprovalWords, strings.TrimSpace(noticeApprovalWords)+".", 1)
 	}
-	return strings.Replace(def.Description, libraryExitSentence, loggingExitSentence, 1)
+	d := strings.Replace(def.Description, libraryExitSentence, loggingExitSentence, 1)
+	return strings.Replace(d, libraryApprovalWords, loggingApprovalWords, 1)
 }
 
 func instructionsFor(notices bool) string {
