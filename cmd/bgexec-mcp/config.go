@@ -54,6 +54,7 @@ type fileConfig struct {
 	Ask             string     `json:"ask"`
 	Allowlist       stringList `json:"allowlist"`
 	ApprovalTimeout string     `json:"approvalTimeout"`
+	ApprovalMode    string     `json:"approvalMode"`
 	// Limits and quotas.
 	Limits      limitsConfig `json:"limits"`
 	Quotas      quotasConfig `json:"quotas"`
@@ -103,6 +104,7 @@ func defaultConfig(getenv func(string) string) fileConfig {
 		ExitNotices:     true,
 		Sandbox:         sandboxConfig{Enabled: getenv("BGEXEC_SANDBOX") == "1"},
 		ApprovalTimeout: defaultApprovalTimeout.String(),
+		ApprovalMode:    approvalPending,
 	}
 }
 
@@ -161,6 +163,7 @@ func bindFlags(fs *flag.FlagSet, c *fileConfig, configFile *string) {
 	fs.StringVar(&c.Ask, "ask", c.Ask, "ask the person before a command runs: off, on-miss (commands not on the allowlist) or always (key ask; default off)")
 	fs.Var(&c.Allowlist, "allowlist", "`programs` (comma-separated, repeatable) that run without asking (key allowlist)")
 	fs.StringVar(&c.ApprovalTimeout, "approval-timeout", c.ApprovalTimeout, "how long to wait for the person's answer before denying, a `duration` (key approvalTimeout)")
+	fs.StringVar(&c.ApprovalMode, "approval-mode", c.ApprovalMode, "pending: exec returns approval-pending at once and the person's answer decides the command later; wait: exec waits for the answer (key approvalMode)")
 	fs.Int64Var(&c.Limits.MemoryBytes, "memory-bytes", c.Limits.MemoryBytes, "memory limit of each command in `bytes`; 0 means none (key limits.memoryBytes)")
 	fs.IntVar(&c.Limits.Tasks, "tasks", c.Limits.Tasks, "process and thread limit of each command; 0 means bgexec's default (key limits.tasks)")
 	fs.Float64Var(&c.Limits.CPU, "cpu", c.Limits.CPU, "CPU limit of each command in `cores`; 0 means none (key limits.cpu)")
@@ -310,6 +313,7 @@ func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*se
 	for _, e := range []error{
 		oneOf("security", "security", c.Security, "full", "allowlist", "deny"),
 		oneOf("ask", "ask", c.Ask, "off", "on-miss", "always"),
+		oneOf("approvalMode", "approval-mode", c.ApprovalMode, approvalPending, approvalWait),
 		oneOf("host", "host", c.Host, "auto", "gateway", "sandbox", "node"),
 		oneOf("containment", "containment", c.Containment, "auto", "off", "required"),
 	} {
@@ -392,7 +396,7 @@ func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*se
 	return &settings{
 		opts: &options{
 			cfg: cfg, progressEvery: time.Duration(c.ProgressMs) * time.Millisecond, logger: logger,
-			approvalTimeout: approval,
+			approvalTimeout: approval, approvalMode: strings.ToLower(strings.TrimSpace(c.ApprovalMode)),
 		},
 		addr: c.HTTP, tokenFile: c.TokenFile, maxMessage: c.MaxMessageBytes, idle: idle,
 		maxHTTPSessions: c.MaxHTTPSessions,

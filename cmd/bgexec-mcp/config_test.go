@@ -44,6 +44,7 @@ func TestConfigFileAndFlags(t *testing.T) {
   "ask": "on-miss",
   "allowlist": ["ls", "cat"],
   "approvalTimeout": "90s",
+  "approvalMode": "wait",
   "elevated": true,
   "limits": {"memoryBytes": 536870912, "tasks": 256, "cpu": 1.5},
   "quotas": {"maxRunning": 8, "maxTimeoutSec": 600, "maxOutputBytes": 1048576},
@@ -63,6 +64,7 @@ func TestConfigFileAndFlags(t *testing.T) {
 	assert.Equal(t, "on-miss", cfg.Ask)
 	assert.Equal(t, []string{"ls", "cat"}, cfg.Allowlist)
 	assert.Equal(t, 90*time.Second, st.opts.approvalTimeout)
+	assert.Equal(t, "wait", st.opts.approvalMode)
 	assert.True(t, cfg.Elevation.Enabled)
 	assert.Equal(t, bgexec.Limits{MemoryBytes: 512 << 20, Tasks: 256, CPU: 1.5}, cfg.Limits)
 	assert.Equal(t, 8, cfg.MaxSessionsPerScope)
@@ -120,6 +122,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{name: "invalid JSON", file: `{"ask": }`, want: "not valid JSON"},
 		{name: "two values", file: `{} {}`, want: "more than one JSON value"},
 		{name: "a bad security", file: `{"security": "lax"}`, want: `key security (flag -security): "lax" is not one of full, allowlist, deny`},
+		{name: "a bad approval mode", args: []string{"-approval-mode", "later"}, want: `key approvalMode (flag -approval-mode): "later" is not one of pending, wait`},
 		{name: "a bad ask flag", args: []string{"-ask", "sometimes"}, want: `key ask (flag -ask): "sometimes" is not one of off, on-miss, always`},
 		{name: "a bad duration", file: `{"approvalTimeout": "soon"}`, want: `key approvalTimeout (flag -approval-timeout): "soon" is not a duration`},
 		{name: "a zero approval timeout", args: []string{"-approval-timeout", "0s"}, want: "key approvalTimeout (flag -approval-timeout): must be more than 0"},

@@ -376,9 +376,12 @@ func TestToolsDescribeThemselves(t *testing.T) {
 		var props struct {
 			Properties map[string]json.RawMessage `json:"properties"`
 		}
-		require.NoError(t, json.Unmarshal(outputSchema("process"), &props))
-		for k := range props.Properties {
-			mapped[k] = true
+		// Either tool's schema maps it (the approval fields are exec's).
+		for _, tool := range []string{"exec", "process"} {
+			require.NoError(t, json.Unmarshal(outputSchema(tool), &props))
+			for k := range props.Properties {
+				mapped[k] = true
+			}
 		}
 		for _, f := range detailFields() {
 			if !mapped[f] {

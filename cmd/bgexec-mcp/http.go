@@ -125,7 +125,7 @@ func (h *httpSessions) start(hc *httpConn, c *conn, req mcp.Request) error {
 		_ = ss.Close() // nothing can be served without a registry
 		return hc.err
 	}
-	c.reg, c.sc, c.events = opened.reg, opened.sc, opened.events
+	c.reg, c.sc, c.events, c.approver = opened.reg, opened.sc, opened.events, opened.approver
 	hc.c = c
 	h.open++
 	h.wg.Go(func() {

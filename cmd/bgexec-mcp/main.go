@@ -30,17 +30,34 @@
 // # Approvals
 //
 // -security allowlist refuses every command not on -allowlist, and
-// -security deny every command. With -ask on-miss (commands not on
-// -allowlist) or -ask always, a command that needs a decision is shown to
+// -security deny every command. With -ask on-miss (under -security
+// allowlist, commands not on -allowlist; under full nothing misses) or
+// -ask always, a command that needs a decision is shown to
 // the person through the client's elicitation form: the command, its workdir,
 // the commands the shell parser found and why approval is needed, with one
 // choice: allow-once, allow-session (this exact command runs without
-// asking for the rest of the MCP session) or deny. A client that does not
-// offer elicitation, a declined or cancelled form and no answer within
-// -approval-timeout (default 5m) all deny, and the refusal the model reads
-// says which. The form is sent on the exec call's own session, and the
-// call waits for the answer (with progress notifications when the request
-// has a progress token).
+// asking for the rest of the MCP session) or deny.
+//
+// By default (-approval-mode pending) exec does not wait for the answer:
+// it returns at once with status approval-pending and an approval id (see
+// [bgexec.ErrApprovalDeferred]) while a goroutine of the MCP session puts
+// the form to the person and decides with [bgexec.Scope.Decide]:
+// allow-once runs the command as a background session, allow-session
+// does too and remembers the exact command for the session (the server
+// keeps that rule; it does not use the library's lasting allow-always),
+// and deny, a declined or cancelled form and no answer within
+// -approval-timeout (default 5m, also the registry's ApprovalTimeout)
+// deny it. The model reads the outcome as notices in the next result
+// ("[bgexec] Exec approved (approval …): running as session …", then the
+// command's exit notice; or "[bgexec] Exec denied (approval …): not
+// approved; nothing ran: …"), and it is sent as a logging message too;
+// why a denial happened goes to the server's log. The goroutine is
+// stopped and waited for when the session ends, before its registry
+// closes. With -approval-mode wait the exec call waits for the answer
+// instead (with progress notifications when the request has a progress
+// token), and its refusal says which way it was denied. In both modes a
+// client that does not offer elicitation is refused at once, with a text
+// that says so.
 //
 // Over HTTP the endpoint is http://<addr>/mcp, and every request must carry
 // "Authorization: Bearer <token>", the token being the content of
@@ -98,7 +115,15 @@
 // exec it was running is killed, a backgrounded one keeps running. Over
 // HTTP the run ends the same way, but the SDK's transport, which this
 // server cannot wrap, still writes the response into the stream of the
-// request the client gave up.
+// request the client gave up. A result that never reached the client is
+// given back ([bgexec.Scope.Undelivered]): its drained output, exit
+// report and notices come again in the next result. bgexec does that for
+// a call whose context ended while it ran; over stdio the server also
+// does it when the cancel arrives after the handler returned (the
+// response is dropped) or writing the response fails. To match a
+// response to its result, the server puts each tools/call's request id
+// into its _meta under "io.bgexec/requestId" as it reads it, overwriting
+// any value the client sent.
 //
 // # Results
 //

@@ -47,7 +47,9 @@ type options struct {
 	// approvalTimeout bounds the wait for the person's answer to an
 	// approval form.
 	approvalTimeout time.Duration
-	logger          *slog.Logger
+	// approvalMode is approvalPending or approvalWait (-approval-mode).
+	approvalMode string
+	logger       *slog.Logger
 }
 
 // conn is one MCP session: its registry and scope, the queue of exit
@@ -58,6 +60,11 @@ type conn struct {
 	sc     *bgexec.Scope
 	events *eventQueue
 	roots  rootDir
+	// approver asks the person; it owns the goroutines of pending forms.
+	approver *elicitApprover
+	// results holds the results not written yet, when the transport is
+	// wrapped by dropCancelled (stdio); nil otherwise.
+	results *resultBook
 }
 
 // newConn starts the registry of one MCP session.
@@ -67,12 +74,16 @@ func newConn(o *options) (*conn, error) {
 	cfg.Notifier = c.events
 	// Commands that need approval are put to the person through this
 	// session's client; allow-session answers last as long as it.
-	cfg.Approver = &elicitApprover{timeout: o.approvalTimeout}
+	c.approver = newElicitApprover(o.approvalTimeout, o.approvalMode, o.logger)
+	cfg.Approver = c.approver
+	// A pending approval expires when the form's wait does.
+	cfg.ApprovalTimeout = o.approvalTimeout
 	reg, err := bgexec.NewRegistry(cfg)
 	if err != nil {
 		return nil, err
 	}
 	c.reg, c.sc = reg, reg.Scope(scopeKey)
+	c.approver.sc = c.sc
 	return c, nil
 }
 
@@ -96,7 +107,10 @@ func (c *conn) run(ctx context.Context, ss *mcp.ServerSession) error {
 	case <-ended: // the client disconnected, or the session expired
 	case <-ctx.Done(): // SIGTERM or SIGINT
 	}
-	// Children first, so that none outlives us whatever happens next.
+	// Open approval forms first, so that no decision starts a command
+	// while the registry closes; then the children, so that none outlives
+	// us whatever happens next.
+	c.approver.close()
 	err := closeRegistry(c.reg)
 	stopForwarding()
 	_ = ss.Close() // closing an ended session is a no-op
@@ -121,7 +135,8 @@ func serve(ctx context.Context, t mcp.Transport, o *options) error {
 	if err != nil {
 		return err
 	}
-	ss, err := c.newServer().Connect(ctx, &dropCancelled{t: t}, nil)
+	c.results = &resultBook{sc: c.sc}
+	ss, err := c.newServer().Connect(ctx, &dropCancelled{t: t, lost: c.results.lost, done: c.results.delivered}, nil)
 	if err != nil {
 		return errors.Join(err, closeRegistry(c.reg))
 	}
@@ -188,9 +203,13 @@ func (c *conn) callTool(ctx context.Context, name string, req *mcp.CallToolReque
 	}
 	stop := c.startProgress(ctx, name, req)
 	// The approver, called on this goroutine, asks through the session
-	// the call came in on.
-	res, err := c.sc.Call(withSession(ctx, req.Session), name, args)
+	// the call came in on, or defers and leaves the request in slot.
+	slot := &deferSlot{}
+	res, err := c.sc.Call(withDeferSlot(withSession(ctx, req.Session), slot), name, args)
 	stop()
+	if err == nil && res.Details.Status == bgexec.StatusApprovalPending && slot.req != nil {
+		c.approver.ask(req.Session, res.Details.ApprovalID, slot.req)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -200,6 +219,12 @@ func (c *conn) callTool(ctx context.Context, name string, req *mcp.CallToolReque
 		}
 		// The arguments were not a JSON object of the tool's fields.
 		return toolError(fmt.Sprintf("The %s call could not be made: %v. Pass the arguments as a JSON object matching the tool's input schema.", name, err)), nil
+	}
+	if c.results != nil && req.Params != nil {
+		// Given back if its response is not written (see dropCancelled).
+		if id, ok := requestOf(req.Params.Meta); ok {
+			c.results.put(id, res)
+		}
 	}
 	text := res.Text()
 	return &mcp.CallToolResult{

@@ -51,16 +51,27 @@ const (
 	loggingExitSentence = "When a background command ends, this server sends an MCP logging message with its exit status and last output, which your host may not show you: to learn of the end, call process wait once."
 )
 
+// The library's words on where a pending approval's outcome arrives, and
+// this server's.
+const (
+	libraryApprovalWords = "its result arrives later as a system message (approved and running as a session, or denied)."
+	noticeApprovalWords  = "its outcome (approved and running as a session, or denied) comes first in a later exec or process result, in a line starting with " + bgexec.NoticePrefix
+	loggingApprovalWords = "its outcome is sent as an MCP logging message your host may not show: call process list later to see whether it runs."
+)
+
 // describe is the tool description this server offers: the library's,
-// with the exit sentence saying how this server tells of an end.
+// with the exit sentence and the approval outcome saying how this server
+// tells of them.
 func describe(def bgexec.ToolDefinition, notices bool) string {
 	if def.Name != bgexec.ToolExec {
 		return def.Description
 	}
 	if notices {
-		return strings.Replace(def.Description, libraryExitSentence, noticeExitSentence, 1)
+		d := strings.Replace(def.Description, libraryExitSentence, noticeExitSentence, 1)
+		return strings.Replace(d, libraryApprovalWords, strings.TrimSpace(noticeApprovalWords)+".", 1)
 	}
-	return strings.Replace(def.Description, libraryExitSentence, loggingExitSentence, 1)
+	d := strings.Replace(def.Description, libraryExitSentence, loggingExitSentence, 1)
+	return strings.Replace(d, libraryApprovalWords, loggingApprovalWords, 1)
 }
 
 func instructionsFor(notices bool) string {
@@ -110,6 +121,10 @@ type toolOutput struct {
 	CursorCol       int     `json:"cursorCol,omitempty"`
 	AlternateScreen *bool   `json:"alternateScreen,omitempty"`
 	Title           *string `json:"title,omitempty"`
+	// The pending approval of an exec (status approval-pending).
+	ApprovalID       string   `json:"approvalId,omitempty"`
+	ExpiresAtMs      int64    `json:"expiresAtMs,omitempty"`
+	AllowedDecisions []string `json:"allowedDecisions,omitempty"`
 }
 
 // sessionOutput is one entry of list, without its output tail; the command
@@ -151,6 +166,7 @@ func outputOf(text string, d *bgexec.Details) toolOutput {
 		Resources: d.Resources,
 		Cols:      d.Cols, Rows: d.Rows, CursorRow: d.CursorRow, CursorCol: d.CursorCol,
 		AlternateScreen: d.AlternateScreen, Title: d.Title,
+		ApprovalID: d.ApprovalID, ExpiresAtMs: d.ExpiresAtMs, AllowedDecisions: d.AllowedDecisions,
 	}
 	switch {
 	case d.ExitCode != nil:
@@ -215,7 +231,10 @@ const resourcesSchema = `{
 
 const execOutputSchema = `{
   "type": "object",
-  "properties": {` + statusFieldsSchema + `
+  "properties": {` + statusFieldsSchema + `,
+    "approvalId": {"type": "string", "description": "The pending approval (approval-pending)."},
+    "expiresAtMs": {"type": "integer", "description": "When the pending approval expires as a denial, Unix epoch milliseconds."},
+    "allowedDecisions": {"type": "array", "items": {"type": "string"}, "description": "The decisions the approval takes."}
   },
   "required": ["text", "status"],
   "additionalProperties": false

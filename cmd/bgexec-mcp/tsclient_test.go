@@ -59,8 +59,11 @@ func TestTypeScriptClient(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) {
 		runNode(t, "stdio", bin, "-max-call-ms", "2000", "-progress-ms", "200")
 	})
-	t.Run("approvals through elicitation", func(t *testing.T) {
-		runNode(t, "approve", bin, "-ask", "always")
+	t.Run("approvals through elicitation, exec waiting", func(t *testing.T) {
+		runNode(t, "approve", bin, "-ask", "always", "-approval-mode", "wait")
+	})
+	t.Run("approvals through elicitation, exec returning approval-pending", func(t *testing.T) {
+		runNode(t, "pending", bin, "-ask", "always")
 	})
 	t.Run("http", func(t *testing.T) {
 		hs := startHTTP(t, bin, "-max-call-ms", "2000", "-progress-ms", "200")

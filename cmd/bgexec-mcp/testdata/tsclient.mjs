@@ -2,9 +2,11 @@
 // Go test TestTypeScriptClient runs it:
 //   node tsclient.mjs stdio <server binary> [server args…]
 //   node tsclient.mjs http <endpoint> <token>
-//   node tsclient.mjs approve <server binary> -ask always [server args…]
-// The last answers the server's approval forms (elicitation) and checks
-// what each answer does.
+//   node tsclient.mjs approve <server binary> -ask always -approval-mode wait [server args…]
+//   node tsclient.mjs pending <server binary> -ask always [server args…]
+// The last two answer the server's approval forms (elicitation) and check
+// what each answer does: approve while exec waits for the answer, pending
+// when exec returns approval-pending and the answer decides later.
 // The client validates every structuredContent against the tool's
 // outputSchema (ajv). Exits non-zero with a message on the first failure.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -61,6 +63,35 @@ if (mode === "approve") {
   nextAnswer = { action: "decline" };
   res = await client.callTool({ name: "exec", arguments: { command: "echo TS-DENIED" } });
   if (!text(res).includes("declined")) fail("decline: " + text(res));
+  await client.close();
+  console.log("OK");
+  process.exit(0);
+}
+
+if (mode === "pending") {
+  // notices lists until the notices of the results contain every want.
+  const notices = async (...want) => {
+    const seen = [];
+    for (let i = 0; i < 200; i++) {
+      const r = await client.callTool({ name: "process", arguments: { action: "list" } });
+      for (const l of text(r).split("\n")) if (l.startsWith("[bgexec] ")) seen.push(l);
+      if (want.every((w) => seen.some((l) => l.includes(w)))) return seen;
+      await new Promise((ok) => setTimeout(ok, 50));
+    }
+    fail("no notices " + JSON.stringify(want) + " in " + JSON.stringify(seen));
+  };
+  let res = await client.callTool({ name: "exec", arguments: { command: "echo TS-PENDING" } });
+  let sc = res.structuredContent;
+  if (sc.status !== "approval-pending" || !sc.approvalId || res.isError) fail("exec did not return approval-pending: " + JSON.stringify(res));
+  await notices("Exec approved (approval " + sc.approvalId + ")", ":: TS-PENDING");
+  const f = forms[0];
+  if (!f || f.mode !== "form" || !f.message.includes("Command: echo TS-PENDING")) fail("no approval form with the command: " + JSON.stringify(f));
+
+  nextAnswer = { action: "decline" };
+  res = await client.callTool({ name: "exec", arguments: { command: "echo TS-DENIED" } });
+  sc = res.structuredContent;
+  if (sc.status !== "approval-pending") fail("exec did not return approval-pending: " + JSON.stringify(res));
+  await notices("Exec denied (approval " + sc.approvalId + "): not approved; nothing ran: echo TS-DENIED");
   await client.close();
   console.log("OK");
   process.exit(0);
