@@ -104,6 +104,12 @@ func TestHostSnippets(t *testing.T) {
 			require.NoError(t, err)
 			assert.False(t, res.IsError, textOf(t, res))
 			assert.Contains(t, textOf(t, res), "usr", "ls is on the snippet's allowlist: it runs without asking")
+			// A command off the list needs the person: this client offers no
+			// elicitation, so it is refused and runs nothing.
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "echo unlisted-ran"}})
+			require.NoError(t, err)
+			assert.True(t, res.IsError, textOf(t, res))
+			assert.NotContains(t, textOf(t, res), "unlisted-ran\n", "echo is not on the snippet's allowlist")
 		})
 	}
 }

@@ -121,6 +121,11 @@ type toolOutput struct {
 	CursorCol       int     `json:"cursorCol,omitempty"`
 	AlternateScreen *bool   `json:"alternateScreen,omitempty"`
 	Title           *string `json:"title,omitempty"`
+	// Whether a running session may be waiting for input (poll, log).
+	StdinWritable   *bool  `json:"stdinWritable,omitempty"`
+	WaitingForInput *bool  `json:"waitingForInput,omitempty"`
+	IdleMs          *int64 `json:"idleMs,omitempty"`
+	LastOutputAt    *int64 `json:"lastOutputAt,omitempty"`
 	// The pending approval of an exec (status approval-pending).
 	ApprovalID       string   `json:"approvalId,omitempty"`
 	ExpiresAtMs      int64    `json:"expiresAtMs,omitempty"`
@@ -151,9 +156,11 @@ const maxCommandChars = 500
 
 // droppedDetails are the fields of bgexec.Details the structured content
 // leaves out, because the text already holds them (error is a failure's
-// text, followUp the running text's follow-up line).
+// text, followUp the running text's follow-up line, stdout and stderr the
+// output the text shows merged, notCarried the text's note on variables
+// shell state did not carry).
 func droppedDetails() []string {
-	return []string{"aggregated", "tail", "matched", "error", "followUp"}
+	return []string{"aggregated", "tail", "matched", "error", "followUp", "stdout", "stderr", "notCarried"}
 }
 
 // outputOf is the structured content of a result whose text is text.
@@ -167,6 +174,7 @@ func outputOf(text string, d *bgexec.Details) toolOutput {
 		Cols:      d.Cols, Rows: d.Rows, CursorRow: d.CursorRow, CursorCol: d.CursorCol,
 		AlternateScreen: d.AlternateScreen, Title: d.Title,
 		ApprovalID: d.ApprovalID, ExpiresAtMs: d.ExpiresAtMs, AllowedDecisions: d.AllowedDecisions,
+		StdinWritable: d.StdinWritable, WaitingForInput: d.WaitingForInput, IdleMs: d.IdleMs, LastOutputAt: d.LastOutputAt,
 	}
 	switch {
 	case d.ExitCode != nil:
@@ -208,7 +216,8 @@ const statusFieldsSchema = `
     "exitSignal": {"type": "string", "description": "Signal that ended the process, e.g. SIGKILL."},
     "exitReason": {"type": "string", "enum": ["exit", "signal", "timeout", "killed", "spawn-error", "oom", "lost"], "description": "How the session ended (oom: the memory limit killed it; lost: the connection to its node dropped)."},
     "durationMs": {"type": "integer", "description": "Run time in milliseconds."},
-    "timedOut": {"type": "boolean", "description": "Whether the exec timeout ended the run."}`
+    "timedOut": {"type": "boolean", "description": "Whether the exec timeout ended the run."},
+    "title": {"type": "string", "description": "The exec's title (exec, poll, list), or the window title the program set (screen)."}`
 
 // resourcesSchema describes what a running session uses now (poll, list).
 const resourcesSchema = `{
@@ -256,7 +265,10 @@ const processOutputSchema = `{
     "cursorRow": {"type": "integer", "description": "Cursor row, 1-based (screen)."},
     "cursorCol": {"type": "integer", "description": "Cursor column, 1-based (screen)."},
     "alternateScreen": {"type": "boolean", "description": "Whether a full-screen program is showing its alternate screen (screen)."},
-    "title": {"type": "string", "description": "The window title the program set (screen)."},
+    "stdinWritable": {"type": "boolean", "description": "Whether the session takes input now (poll, log)."},
+    "waitingForInput": {"type": "boolean", "description": "Whether the session is quiet and blocked reading its input (poll, log)."},
+    "idleMs": {"type": "integer", "description": "How long the session has printed nothing, in milliseconds (poll, log)."},
+    "lastOutputAt": {"type": "integer", "description": "When the session last printed, Unix epoch milliseconds (poll, log)."},
     "resources": ` + resourcesSchema + `,
     "sessions": {
       "type": "array",
