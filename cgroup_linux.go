@@ -517,6 +517,11 @@ type cgroupNamespace struct {
 	fd   int
 	ino  uint64
 	link string // what /proc/<pid>/ns/cgroup reads for its members: "cgroup:[ino]"
+	// own is the session's cgroup as /proc/<pid>/cgroup names it from
+	// here ("/bgexec-…/s-…"), "" when unknown. A process found by the
+	// namespace's number but living in another bgexec session's cgroup is
+	// not this session's (see killOnce).
+	own string
 }
 
 // openCgroupNamespace opens the cgroup namespace of pid, which must be
@@ -554,6 +559,7 @@ func sessionNamespace(leader int, c *sessionCgroup) *cgroupNamespace {
 			ns.close()
 			return nil
 		}
+		ns.own = "/" + filepath.Base(filepath.Dir(c.dir)) + "/" + filepath.Base(c.dir)
 		return ns
 	}
 	return nil
@@ -623,13 +629,39 @@ func (n *cgroupNamespace) killOnce(buf []byte) (int, error) {
 			continue
 		}
 		pid, err := strconv.Atoi(name)
-		if err != nil || pid == os.Getpid() {
+		if err != nil || pid == os.Getpid() || n.stranger(name) {
 			continue
 		}
 		_ = unix.Kill(pid, unix.SIGKILL) // Best effort: the next look tells.
 		found++
 	}
 	return found, nil
+}
+
+// stranger reports whether process name (a /proc entry) lives in the
+// cgroup of another bgexec session than n's. Such a process is never
+// killed for n: the namespace number matched, but a session of this or
+// another registry is not the one that left n's cgroup. It is a guard:
+// the number is held (n.fd), so a match should be n's own.
+func (n *cgroupNamespace) stranger(name string) bool {
+	if n.own == "" {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + name + "/cgroup")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		path, ok := strings.CutPrefix(line, "0::")
+		if !ok {
+			continue
+		}
+		if path == n.own || strings.HasPrefix(path, n.own+"/") {
+			return false
+		}
+		return strings.Contains(path, "/bgexec-") && strings.Contains(path, "/s-")
+	}
+	return false
 }
 
 // close releases the namespace; nil-safe and idempotent.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -216,4 +217,35 @@ func TestCgroupNamespaceIsNeverTheHosts(t *testing.T) {
 	assert.True(t, self.shared(), "the host's own namespace is shared")
 	cg := &sessionCgroup{dir: t.TempDir(), fd: -1} // no cgroup.procs: no members
 	assert.Nil(t, sessionNamespace(os.Getpid(), cg), "a leader in the host's namespace gives the session none")
+}
+
+// A namespace's kill never takes a process that lives in another bgexec
+// session's cgroup for its own, even if the number matched: whatever
+// made it match, that process is another session's.
+func TestCgroupNamespaceSparesOtherSessions(t *testing.T) {
+	skipInSandboxSuite(t, "it reads a gateway session's cgroup from the host")
+	t.Parallel()
+	if !cgroupsAvailable(t) {
+		t.Skip("cgroup v2 containment is not available here")
+	}
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("other")
+	res := mustExec(t, sc, &ExecRequest{Command: "exec sleep 300", Background: true})
+	pid := strconv.Itoa(res.Details.Pid)
+	b, err := os.ReadFile("/proc/" + pid + "/cgroup")
+	require.NoError(t, err)
+	var path string
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			path = p
+		}
+	}
+	require.Contains(t, path, "/bgexec-", "the session lives in its session cgroup")
+	own := &cgroupNamespace{fd: -1, own: "/bgexec-0-none/s-none"}
+	assert.True(t, own.stranger(pid), "a process in another session's cgroup %s is a stranger", path)
+	mine := &cgroupNamespace{fd: -1, own: path}
+	assert.False(t, mine.stranger(pid), "the session's own process is not")
+	moved := &cgroupNamespace{fd: -1, own: path + "-elsewhere"}
+	assert.True(t, moved.stranger(pid))
+	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: res.Details.SessionID})
 }

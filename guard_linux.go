@@ -108,7 +108,8 @@ func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 //  1. It freezes the registry's cgroup (cgroup.freeze): one write, and
 //     no session process inside runs any more.
 //  2. It stops (SIGSTOP) every process of a listed cgroup namespace,
-//     wherever its cgroup: one ls -l of /proc/*/ns/cgroup. When one it
+//     wherever its cgroup but another registry's session cgroup: one
+//     ls -l of /proc/*/ns/cgroup. When one it
 //     found was outside the frozen cgroup (it left it, and could fork
 //     meanwhile), it looks again, until a look finds no process it had
 //     not seen (at most three looks).
@@ -152,13 +153,15 @@ stopns() {
 			q=${q##* /proc/}
 			q=${q%%/*}
 			case $q in ''|*[!0-9]*) continue ;; esac
-			kill -s STOP "$q" 2>/dev/null || continue
 			out=o
-			if [ -n "$b" ]; then
-				while IFS= read -r l; do
-					case $l in 0::*/"$b"|0::*/"$b"/*) out= ;; esac
-				done < "/proc/$q/cgroup"
-			fi
+			while IFS= read -r l; do
+				case $l in
+				0::*/"$b"|0::*/"$b"/*) [ -n "$b" ] && out= ;;
+				0::*/bgexec-*/s-*) out=x ;;
+				esac
+			done < "/proc/$q/cgroup"
+			[ "$out" = x ] && continue
+			kill -s STOP "$q" 2>/dev/null || continue
 			echo "$q$out"
 		done)
 		found=$(echo $found)

@@ -23,7 +23,7 @@ func TestProcessFailures(t *testing.T) {
 		req  ProcessRequest
 		text string
 	}{
-		{"an unknown action", ProcessRequest{Action: "explode", SessionID: "x"}, "Unknown action explode. Expected one of: list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen"},
+		{"an unknown action", ProcessRequest{Action: "explode", SessionID: "x"}, "Unknown action explode. Expected one of: list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen, reset-shell"},
 		{"a missing sessionId", ProcessRequest{Action: "poll"}, "sessionId is required for this action."},
 		{"poll of an unknown session", ProcessRequest{Action: "poll", SessionID: "no-such"}, "No session found for no-such"},
 		{"log of an unknown session", ProcessRequest{Action: "log", SessionID: "no-such"}, "No session found for no-such"},

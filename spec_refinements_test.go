@@ -509,7 +509,7 @@ func TestRefinementUnknownActions(t *testing.T) {
 	id := startBackground(t, sc, &ExecRequest{Command: helper("hang")})
 	waitFor(t, sc, id, "^ready$")
 	unknown := func(action string) string {
-		return "Unknown action " + action + ". Expected one of: list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen"
+		return "Unknown action " + action + ". Expected one of: list, poll, log, write, send-keys, submit, paste, kill, clear, remove, resize, wait, screen, reset-shell"
 	}
 	cases := []struct {
 		name string
