@@ -138,6 +138,10 @@ func TestApprovalsCanWait(t *testing.T) {
 		d := &deferrer{}
 		sc := newTestRegistry(t, cfg(d, NewQueue())).Scope("a")
 		marker := filepath.Join(t.TempDir(), "ran")
+		host := "gateway"
+		if inSandboxSuite() {
+			host = "sandbox"
+		}
 		for _, tc := range []struct {
 			req      ExecRequest
 			decision string
@@ -145,8 +149,8 @@ func TestApprovalsCanWait(t *testing.T) {
 		}{
 			{ExecRequest{Command: "echo hi"}, "run", ""},
 			{ExecRequest{Command: "touch " + marker}, "approval", `approval required: "touch" is not on the allowlist (ask=on-miss)`},
-			{ExecRequest{Command: "echo hi", Security: "deny"}, "refuse", "exec denied: host=gateway security=deny"},
-			{ExecRequest{Command: "echo hi", Host: "sandbox"}, "refuse", "exec host not allowed (requested sandbox; configure tools.exec.host=sandbox to allow)."},
+			{ExecRequest{Command: "echo hi", Security: "deny"}, "refuse", "exec denied: host=" + host + " security=deny"},
+			{ExecRequest{Command: "echo hi", Host: "node"}, "refuse", "exec host not allowed (requested node; configure tools.exec.host=node to allow)."},
 			{ExecRequest{Command: " "}, "refuse", "Provide a command to start."},
 			{ExecRequest{Command: "echo (", Ask: "always"}, "refuse", ""},
 		} {
