@@ -22,6 +22,10 @@ import (
 //   - poll: an empty poll of a running session with three processes,
 //     batches of 100. Target: ≤ 50 µs and ≤ 4 KB per poll (ns/op, B/op),
 //     at any host process count.
+//   - poll-input-wait: an empty poll of a session quiet past the input-wait
+//     threshold (1 ms here), so every poll also asks the kernel whether its
+//     processes are blocked reading its stdin, which once scanned every
+//     /proc/<pid>/stat too. Same target as poll.
 //   - list: a list of a scope of 10 running sessions, batches of 10.
 //   - read: one fresh resource view of the session (what a poll pays at
 //     most once per 250 ms; kill pays it every time), against the scan of
@@ -82,6 +86,44 @@ func BenchmarkBusyHost(b *testing.B) {
 			}
 		}
 		base := logs(p.batch)
+		for i := 0; b.Loop(); i++ {
+			p.run(i, base, lib)
+		}
+		p.reportTime(b)
+		b.ReportMetric(float64(n), "host-procs")
+	})
+	b.Run("poll-input-wait", func(b *testing.B) {
+		reg := newBenchRegistry(b, Config{Containment: ContainmentOff, InputWaitIdleMs: 1})
+		sc := reg.Scope("bench")
+		id := benchExec(b, sc, &ExecRequest{Command: "seq 10; read x", Background: true, Stdin: "pipe"}, StatusRunning).Details.SessionID
+		p := benchPair{batch: 100}
+		req := &ProcessRequest{Action: "poll", SessionID: id}
+		for deadline := time.Now().Add(time.Minute); ; {
+			r, err := sc.Process(context.Background(), req)
+			if err == nil && r.Details.WaitingForInput != nil && *r.Details.WaitingForInput {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("the session never read its input: %v %s", err, r.Text())
+			}
+			time.Sleep(10 * time.Millisecond) // the shell is still starting its read
+		}
+		lib := func() {
+			for range p.batch {
+				r, err := sc.Process(context.Background(), req)
+				if err != nil || r.Details.WaitingForInput == nil || !*r.Details.WaitingForInput {
+					b.Fatalf("poll: %v %s", err, r.Text())
+				}
+			}
+		}
+		base := func() {
+			req := &ProcessRequest{Action: "log", SessionID: id, Offset: ptr(0), Limit: ptr(10)}
+			for range p.batch {
+				if r, err := sc.Process(context.Background(), req); err != nil || !strings.HasPrefix(r.Text(), "1\n2\n") {
+					b.Fatalf("log: %v %s", err, r.Text())
+				}
+			}
+		}
 		for i := 0; b.Loop(); i++ {
 			p.run(i, base, lib)
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -353,6 +354,30 @@ func (c *osChild) members() ([]int, error) {
 		return liveAmong(pids, c.leader), nil
 	}
 	return groupMembers(c.leader)
+}
+
+// TreePids lists the session's live processes for the input-wait look:
+// its cgroup's members, else its process tree walked down from the leader
+// and the processes the resource view has seen (see [walkTree]); only a
+// kernel without children files makes it read all of /proc.
+func (c *osChild) TreePids() []int {
+	if c.cg != nil {
+		pids, _ := c.cg.procs() // an unreadable cgroup: nothing to look at
+		return pids
+	}
+	c.res.mu.Lock()
+	known := slices.Clone(c.res.known)
+	c.res.mu.Unlock()
+	procs, err := walkTree(c.leader, known)
+	if errors.Is(err, errNoChildrenFiles) {
+		pids, _ := groupMembers(c.leader)
+		return append([]int{c.leader}, pids...)
+	}
+	pids := make([]int, 0, len(procs))
+	for _, p := range procs {
+		pids = append(pids, p.pid)
+	}
+	return pids
 }
 
 // Lingering lists what the exited shell left running. Without a cgroup

@@ -18,6 +18,18 @@ const (
 	ReadingYes
 )
 
+// TreeLister is a [Process] that can list the live processes of its
+// session (the leader included) without reading every process of the
+// host: from its cgroup, or by walking down from the leader. The
+// input-wait look asks it which processes to check; a Process that is not
+// a TreeLister has only its leader checked.
+type TreeLister interface {
+	// TreePids lists the session's live processes, the leader first when
+	// alive. An incomplete list is allowed (what could not be read is left
+	// out).
+	TreePids() []int
+}
+
 // LastOutput is when the last bytes arrived (the start before any).
 func (s *Session) LastOutput() time.Time {
 	s.mu.Lock()

@@ -47,7 +47,7 @@ func (s *Session) ReadingInput() Reading {
 	if !ok {
 		return ReadingUnknown
 	}
-	cands := candidates(s.Pid(), fg)
+	cands := candidates(s.opts.Proc, s.Pid(), fg)
 	answer := ReadingNo
 	for _, pid := range cands {
 		switch blockedOn(pid, &target) {
@@ -63,55 +63,48 @@ func (s *Session) ReadingInput() Reading {
 	return answer
 }
 
-// candidates lists the processes whose reads count: those of process
-// group fg when fg > 0 (a terminal's foreground), else leader and its
-// descendants.
-func candidates(leader, fg int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
+// candidates lists the processes whose reads count: the session's
+// processes (see [TreeLister]; the leader alone for a Process that cannot
+// list them), kept to those of process group fg when fg > 0 (a terminal's
+// foreground). It never scans /proc, so it costs the same on a host with
+// thousands of processes.
+func candidates(proc Process, leader, fg int) []int {
+	pids := []int{leader}
+	if tl, ok := proc.(TreeLister); ok {
+		pids = tl.TreePids()
 	}
-	kids := make(map[int][]int)
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		st := string(b)
-		end := strings.LastIndexByte(st, ')')
-		if end < 0 || end+2 >= len(st) {
-			continue
-		}
-		f := strings.Fields(st[end+2:]) // state ppid pgrp …
-		if len(f) < 3 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgrp, _ := strconv.Atoi(f[2])
-		if fg > 0 {
-			if pgrp == fg {
-				out = append(out, pid)
-			}
-			continue
-		}
-		kids[ppid] = append(kids[ppid], pid)
+	if fg <= 0 {
+		return pids
 	}
-	if fg > 0 {
-		return out
-	}
-	queue := []int{leader}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		out = append(out, p)
-		queue = append(queue, kids[p]...)
+	out := pids[:0:0]
+	for _, pid := range pids {
+		if pgrpOf(pid) == fg {
+			out = append(out, pid)
+		}
 	}
 	return out
+}
+
+// pgrpOf reads the process group of pid from /proc/<pid>/stat, or -1.
+func pgrpOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	st := string(b)
+	end := strings.LastIndexByte(st, ')')
+	if end < 0 || end+2 >= len(st) {
+		return -1
+	}
+	f := strings.Fields(st[end+2:]) // state ppid pgrp …
+	if len(f) < 3 {
+		return -1
+	}
+	pg, err := strconv.Atoi(f[2])
+	if err != nil {
+		return -1
+	}
+	return pg
 }
 
 // blockedOn reads what pid is blocked in and whether it waits on target.
