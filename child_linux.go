@@ -30,7 +30,7 @@ type osChild struct {
 	res resourceCache // the resources list and poll show
 
 	// sandboxed: the leader is bwrap, which reports a command killed by
-	// signal n as exit code 128+n (see sandboxSignal).
+	// signal n as exit code 128+n (see sandboxStatus).
 	sandboxed bool
 
 	mu      sync.Mutex     // guards reaped, killErr and sent

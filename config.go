@@ -378,7 +378,7 @@ type settings struct {
 	workdir        string
 	backgroundOff  bool
 	marker         string
-	host           string // where commands run: "gateway" or "sandbox"
+	host           string // where commands run: "gateway", "sandbox" or "node"
 	hostSetting    string // the configured value: "auto" or the host
 	security       securityLevel
 	ask            askMode

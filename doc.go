@@ -876,9 +876,11 @@
 // # Errors
 //
 // A tool-level failure (blank command, refused env key, unknown session,
-// refused policy) is a [Result] with Details.Status "failed" and a text
-// for the model; a command that exits non-zero is "completed", with its
-// exit code. A Go error means the call could not be made: a nil request,
+// refused policy) is a [Result] with IsError set (JSON "isError": true),
+// Details.Status "failed" and a text for the model that says what to fix.
+// A command that ran is never IsError, however it ended: one that exits
+// non-zero is "completed", with its exit code, and one ended by a signal,
+// a timeout or a kill is "failed" with the reason. A Go error means the call could not be made: a nil request,
 // malformed JSON or a wrong type in [Scope.Call], a closed registry
 // ([ErrClosed]), or a context that ended first. Every result about an
 // ended session carries exitSignal (null when no signal ended it), and

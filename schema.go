@@ -297,7 +297,9 @@ const processSchema = `{
 
 // toolSchemas holds the compiled tool schemas. It is built once, on first
 // use, and never changes afterwards, so sharing it between goroutines is
-// safe; it is the package's only package-level value besides constants.
+// safe. Like every package-level value of the package (the sentinel
+// errors, the name and syscall lists, the action table), it is never
+// changed after it is built.
 var toolSchemas = sync.OnceValues(compileToolSchemas)
 
 func compileToolSchemas() (map[string]*jsonschema.Schema, error) {
