@@ -621,9 +621,10 @@
 //
 // # Resources and concurrency
 //
-// Each registry holds three goroutines (sweeper, notifier, spawner thread),
-// a fourth from its first spawn on (the watchdog keeper), and one watchdog
-// process. Each session has one owner goroutine that waits
+// Each registry holds three goroutines (sweeper, notifier, spawner thread)
+// and two watchdog processes, and from its first spawn on one keeper
+// goroutine per watchdog; each SSH node connection adds two (its reader
+// and its keepalives). Each session has one owner goroutine that waits
 // for the exit on a pidfd
 // through the runtime's netpoller (no OS thread per idle session), plus one
 // reader goroutine per stream; read buffers are pooled and only held during
