@@ -533,6 +533,8 @@ func defaultShell(getenv func(string) string) string {
 }
 
 // Containment says how sessions are contained (see [Config.Containment]).
+//
+// A Containment is an immutable value, safe for concurrent use.
 type Containment int
 
 const (

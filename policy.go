@@ -13,6 +13,9 @@ import (
 
 // ElevationPolicy gates elevated:true: both gates must pass.
 // The zero value refuses elevation.
+//
+// A ElevationPolicy is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type ElevationPolicy struct {
 	// Enabled turns elevated mode on for this runtime (tools.elevated.enabled).
 	Enabled bool
@@ -22,6 +25,9 @@ type ElevationPolicy struct {
 }
 
 // ApprovalRequest describes a command that needs a decision from an [Approver].
+//
+// A ApprovalRequest is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type ApprovalRequest struct {
 	// ScopeKey is the agent scope asking.
 	ScopeKey string
@@ -46,6 +52,9 @@ type ApprovalRequest struct {
 }
 
 // ApprovalCommand is one simple command of a line to approve.
+//
+// A ApprovalCommand is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type ApprovalCommand struct {
 	// Args are the command's words after quote removal; a word only known
 	// at run time ($x, $(cmd)) is shown as written.

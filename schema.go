@@ -41,6 +41,9 @@ const (
 // tool's own "Unknown action …" text, after its check for a missing
 // sessionId, as the reference answers. Likewise log's offset and limit are
 // any numbers (floored by the tool), since log never refuses them.
+//
+// A ToolDefinition is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type ToolDefinition struct {
 	// Name is the tool's name: "exec" or "process".
 	Name string `json:"name"`
