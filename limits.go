@@ -14,8 +14,9 @@ import (
 )
 
 // Limits are the resource limits of each session, applied through the
-// session's cgroup (see the package documentation's "Limits" section for
-// the controllers used on cgroup v2 and hybrid hosts). The zero value
+// session's cgroup (see the package documentation's "Limits and the
+// resource view" section, and docs/containment.md for the controller files
+// used on cgroup v2 and hybrid hosts). Node sessions get none of them. The zero value
 // means no memory and CPU limit and the default task limit.
 // [Registry.Containment] says which limits are in force.
 //
