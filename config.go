@@ -32,7 +32,8 @@ const (
 	MaxJobTTLMs = 10800000
 	// DefaultMaxOutputChars is the aggregate output cap per session, in characters (code points).
 	DefaultMaxOutputChars = 200000
-	// DefaultPendingMaxOutputChars is the per-stream cap on output not yet returned by poll.
+	// DefaultPendingMaxOutputChars is the per-stream cap on output not yet
+// returned by poll, in characters (code points).
 	DefaultPendingMaxOutputChars = 30000
 	// MinOutputChars and MaxOutputChars clamp both output caps (characters).
 	MinOutputChars = 1000
@@ -288,7 +289,8 @@ type Config struct {
 
 // Defaults of the input-wait hint and of deferred approvals.
 const (
-	// DefaultInputWaitIdleMs is the default of Config.InputWaitIdleMs.
+	// DefaultInputWaitIdleMs is the default of Config.InputWaitIdleMs, in
+// milliseconds.
 	DefaultInputWaitIdleMs = 15000
 	// DefaultApprovalTimeout is the default of Config.ApprovalTimeout.
 	DefaultApprovalTimeout = 10 * time.Minute
@@ -303,7 +305,8 @@ const (
 // OPENCLAW_EXEC_NOTIFY_ON_EXIT_EMPTY_SUCCESS ("true"/"false"/"1"/"0"),
 // and OPENCLAW_PROCESS_INPUT_WAIT_IDLE_MS (positive milliseconds).
 // A value that does not parse is ignored and the default stays. getenv is
-// usually os.Getenv; nil means os.Getenv.
+// usually os.Getenv; nil means os.Getenv. Safe for concurrent use when
+// getenv is.
 func ConfigFromEnv(getenv func(string) string) Config {
 	if getenv == nil {
 		getenv = os.Getenv

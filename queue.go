@@ -34,7 +34,7 @@ type Queue struct {
 	events map[string][]string
 }
 
-// NewQueue returns an empty Queue.
+// NewQueue returns an empty Queue, ready to use. Safe for concurrent use.
 func NewQueue() *Queue {
 	return &Queue{beats: make(chan HeartbeatRequest, heartbeatBuffer), events: make(map[string][]string)}
 }

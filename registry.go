@@ -79,7 +79,8 @@ type Registry struct {
 // and the notification goroutine) and two watchdog processes; the first
 // spawn adds one keeper goroutine per watchdog, and each SSH node
 // connection two more (its reader and its keepalives; one when
-// keepalives are off). Call Close to end them all.
+// keepalives are off). Call Close to end them all. Safe for concurrent
+// use: each call makes a registry of its own.
 func NewRegistry(cfg Config) (*Registry, error) {
 	st, err := resolveConfig(cfg, os.Getenv)
 	if err != nil {
