@@ -33,7 +33,7 @@ const (
 	// DefaultMaxOutputChars is the aggregate output cap per session, in characters (code points).
 	DefaultMaxOutputChars = 200000
 	// DefaultPendingMaxOutputChars is the per-stream cap on output not yet
-// returned by poll, in characters (code points).
+	// returned by poll, in characters (code points).
 	DefaultPendingMaxOutputChars = 30000
 	// MinOutputChars and MaxOutputChars clamp both output caps (characters).
 	MinOutputChars = 1000
@@ -290,7 +290,7 @@ type Config struct {
 // Defaults of the input-wait hint and of deferred approvals.
 const (
 	// DefaultInputWaitIdleMs is the default of Config.InputWaitIdleMs, in
-// milliseconds.
+	// milliseconds.
 	DefaultInputWaitIdleMs = 15000
 	// DefaultApprovalTimeout is the default of Config.ApprovalTimeout.
 	DefaultApprovalTimeout = 10 * time.Minute
