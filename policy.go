@@ -74,6 +74,11 @@ type ApprovalCommand struct {
 // for it: a call still blocked when Close returns is left to finish on its
 // own, and its Exec then returns [ErrClosed] without spawning.
 type Approver interface {
+	// Approve returns whether the command may run and, when it may not,
+	// the reason the refusal gives the model ("exec denied: <reason>.";
+	// "" means "not approved"). An err wrapping [ErrApprovalDeferred]
+	// makes the exec approval-pending; any other err fails the exec call
+	// with a Go error, and nothing runs.
 	Approve(ctx context.Context, req *ApprovalRequest) (allowed bool, reason string, err error)
 }
 
