@@ -122,6 +122,7 @@ type Config struct {
 	Workdir string
 	// BackgroundDisabled makes exec synchronous: the embedding runtime does not
 	// offer the process tool, so yieldMs and background are ignored (with a warning).
+	// Default false.
 	BackgroundDisabled bool
 	// ShellMarker is the "KEY=VALUE" entry added to every child's
 	// environment. Empty means "OPENCLAW_SHELL=exec". Every child also gets
@@ -130,9 +131,10 @@ type Config struct {
 	ShellMarker string
 	// ExtraBlockedEnvKeys extends the environment blocklist (see the package doc):
 	// these keys are dropped from the inherited environment and refused as overrides.
+	// Nil adds none.
 	ExtraBlockedEnvKeys []string
 	// ExtraOverrideOnlyEnvKeys extends the list of keys refused as per-call
-	// overrides but kept when inherited.
+	// overrides but kept when inherited. Nil adds none.
 	ExtraOverrideOnlyEnvKeys []string
 	// Host is the configured exec host (tools.exec.host): "auto" (default),
 	// "gateway", "sandbox" or "node". "auto" resolves to "sandbox" when
@@ -142,7 +144,7 @@ type Config struct {
 	Host string
 	// Nodes are the machines that run commands when Host is "node", by
 	// name (see [Node]). NewRegistry validates every entry, whatever the
-	// host, and fails when Host is "node" and there is none.
+	// host, and fails when Host is "node" and there is none. Nil: no nodes.
 	Nodes map[string]Node
 	// DefaultNode names the node of an exec call that gives none. Empty
 	// means the only node when exactly one is configured; with several, a

@@ -18,6 +18,7 @@ import (
 // from several goroutines, but not to change while another reads it.
 type ElevationPolicy struct {
 	// Enabled turns elevated mode on for this runtime (tools.elevated.enabled).
+	// Default false.
 	Enabled bool
 	// Allow reports whether the agent scope may elevate. Nil allows every
 	// scope once Enabled is true. It must be safe for concurrent use.
