@@ -41,7 +41,7 @@ type osChild struct {
 
 func (c *osChild) Pid() int { return c.leader }
 
-// awaitExit blocks until the leader has exited, without reaping it, so the
+// AwaitExit blocks until the leader has exited, without reaping it, so the
 // process group id stays valid for a final SIGKILL.
 func (c *osChild) AwaitExit() error {
 	if c.pidfd == nil || awaitPidfd(c.pidfd) != nil {
