@@ -637,7 +637,7 @@
 //
 // With [Config.Sandbox] set, the host "auto" is "sandbox" and every
 // command runs as `bwrap <options> -- $SHELL -c command` in bubblewrap
-// (bubblewrap 0.10.0, or Debian 12's 0.8.0-2+deb12u1): in user, pid,
+// (0.10.0 or newer, or Debian 12's 0.8.0-2+deb12u1): in user, pid,
 // mount, ipc, uts, cgroup and (unless Sandbox.Network) network
 // namespaces of its own, with no capabilities, no_new_privs and a seccomp
 // filter that refuses with EPERM what Docker's default profile refuses a
