@@ -42,6 +42,9 @@ const (
 )
 
 // CheckResult says what an exec call would do, from [Scope.Check].
+//
+// A CheckResult is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type CheckResult struct {
 	// Decision is "run", "refuse" or "approval" (an approver would be
 	// asked).

@@ -31,7 +31,7 @@ type osChild struct {
 	res resourceCache // the resources list and poll show
 
 	// sandboxed: the leader is bwrap, which reports a command killed by
-	// signal n as exit code 128+n (see sandboxSignal).
+	// signal n as exit code 128+n (see sandboxStatus).
 	sandboxed bool
 
 	mu      sync.Mutex     // guards reaped, killErr and sent
@@ -42,7 +42,7 @@ type osChild struct {
 
 func (c *osChild) Pid() int { return c.leader }
 
-// awaitExit blocks until the leader has exited, without reaping it, so the
+// AwaitExit blocks until the leader has exited, without reaping it, so the
 // process group id stays valid for a final SIGKILL.
 func (c *osChild) AwaitExit() error {
 	if c.pidfd == nil || awaitPidfd(c.pidfd) != nil {

@@ -32,7 +32,8 @@ const (
 	MaxJobTTLMs = 10800000
 	// DefaultMaxOutputChars is the aggregate output cap per session, in characters (code points).
 	DefaultMaxOutputChars = 200000
-	// DefaultPendingMaxOutputChars is the per-stream cap on output not yet returned by poll.
+	// DefaultPendingMaxOutputChars is the per-stream cap on output not yet
+	// returned by poll, in characters (code points).
 	DefaultPendingMaxOutputChars = 30000
 	// MinOutputChars and MaxOutputChars clamp both output caps (characters).
 	MinOutputChars = 1000
@@ -121,6 +122,7 @@ type Config struct {
 	Workdir string
 	// BackgroundDisabled makes exec synchronous: the embedding runtime does not
 	// offer the process tool, so yieldMs and background are ignored (with a warning).
+	// Default false.
 	BackgroundDisabled bool
 	// ShellMarker is the "KEY=VALUE" entry added to every child's
 	// environment. Empty means "OPENCLAW_SHELL=exec". Every child also gets
@@ -129,9 +131,10 @@ type Config struct {
 	ShellMarker string
 	// ExtraBlockedEnvKeys extends the environment blocklist (see the package doc):
 	// these keys are dropped from the inherited environment and refused as overrides.
+	// Nil adds none.
 	ExtraBlockedEnvKeys []string
 	// ExtraOverrideOnlyEnvKeys extends the list of keys refused as per-call
-	// overrides but kept when inherited.
+	// overrides but kept when inherited. Nil adds none.
 	ExtraOverrideOnlyEnvKeys []string
 	// Host is the configured exec host (tools.exec.host): "auto" (default),
 	// "gateway", "sandbox" or "node". "auto" resolves to "sandbox" when
@@ -141,7 +144,7 @@ type Config struct {
 	Host string
 	// Nodes are the machines that run commands when Host is "node", by
 	// name (see [Node]). NewRegistry validates every entry, whatever the
-	// host, and fails when Host is "node" and there is none.
+	// host, and fails when Host is "node" and there is none. Nil: no nodes.
 	Nodes map[string]Node
 	// DefaultNode names the node of an exec call that gives none. Empty
 	// means the only node when exactly one is configured; with several, a
@@ -288,7 +291,8 @@ type Config struct {
 
 // Defaults of the input-wait hint and of deferred approvals.
 const (
-	// DefaultInputWaitIdleMs is the default of Config.InputWaitIdleMs.
+	// DefaultInputWaitIdleMs is the default of Config.InputWaitIdleMs, in
+	// milliseconds.
 	DefaultInputWaitIdleMs = 15000
 	// DefaultApprovalTimeout is the default of Config.ApprovalTimeout.
 	DefaultApprovalTimeout = 10 * time.Minute
@@ -303,7 +307,8 @@ const (
 // OPENCLAW_EXEC_NOTIFY_ON_EXIT_EMPTY_SUCCESS ("true"/"false"/"1"/"0"),
 // and OPENCLAW_PROCESS_INPUT_WAIT_IDLE_MS (positive milliseconds).
 // A value that does not parse is ignored and the default stays. getenv is
-// usually os.Getenv; nil means os.Getenv.
+// usually os.Getenv; nil means os.Getenv. Safe for concurrent use when
+// getenv is.
 func ConfigFromEnv(getenv func(string) string) Config {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -378,7 +383,7 @@ type settings struct {
 	workdir        string
 	backgroundOff  bool
 	marker         string
-	host           string // where commands run: "gateway" or "sandbox"
+	host           string // where commands run: "gateway", "sandbox" or "node"
 	hostSetting    string // the configured value: "auto" or the host
 	security       securityLevel
 	ask            askMode
@@ -533,6 +538,8 @@ func defaultShell(getenv func(string) string) string {
 }
 
 // Containment says how sessions are contained (see [Config.Containment]).
+//
+// A Containment is an immutable value, safe for concurrent use.
 type Containment int
 
 const (

@@ -326,34 +326,19 @@
 // so their output stream, even cleaned, is unreadable: the process
 // action screen returns what a terminal would show instead, one line per
 // row, with the cursor position, the size, the title and whether the
-// alternate screen is on. Each PTY session feeds its raw output, before
-// cleaning, to an emulator (github.com/charmbracelet/x/vt) in its reader
-// goroutine, behind a lock of the terminal's own; screen renders it on
-// demand, and resize resizes it with the PTY, holding back output
-// meanwhile so no redraw lands at the old size. Pipe sessions have no
-// emulator and pay nothing for it; screen on one fails with "Session <id>
-// has no terminal; use poll or log." At the end the emulator is released
-// and only the last screen is kept, for screen calls until the session is
-// cleared.
+// alternate screen is on. Each PTY session keeps an emulated terminal
+// (github.com/charmbracelet/x/vt) fed with its raw output, which resize
+// resizes with the PTY. The emulator answers the program's queries
+// (cursor position, device attributes, modes, colours) as a real terminal
+// would, and keeps no scrollback: log keeps the history. Pipe sessions
+// have no emulator and pay nothing for it; screen on one fails with
+// "Session <id> has no terminal; use poll or log." At the end the
+// emulator is released and only the last screen is kept, for screen
+// calls until the session is cleared. docs/terminal.md says how the
+// emulator is fed (a flood of lines costs it little) and why this one.
 //
 // Choices where the contract is silent:
 //
-//   - The emulator answers every query it understands (cursor position,
-//     device attributes, modes, colours), as a real terminal would; the
-//     answers are written without ever blocking the reader and are dropped
-//     when the child does not read them. Cursor-position answers skip the
-//     emulator's reply pipe (one goroutine per PTY session reads the rest).
-//   - The emulator keeps no scrollback: log keeps the history.
-//   - Emulating a line feed at the bottom row shifts the whole screen, so a
-//     flood of lines would cost the emulator ~25 µs per line, much slower
-//     than the PTY delivers them. Within a run of plain text (printable
-//     characters, CR, LF, TAB, UTF-8, colour sequences) the reader feeds the
-//     first rows+1 lines and then holds back the rest, keeping only the
-//     last rows+1 lines, which alone decide what the screen shows; any
-//     other sequence, a screen call or a resize feeds what is held back
-//     first. The screen text is the same as with every byte fed (a fuzz
-//     test compares them); colours of dropped text are lost, which the text
-//     does not show. While a scroll region is set nothing is held back.
 //   - The agent's last input (write, send-keys, submit, paste) is recorded
 //     by the session. Input that no output has followed yet, and that no
 //     screen, poll or wait has read since, is first given time to be
@@ -397,34 +382,15 @@
 //
 // The decision comes from what the process does, never from the shape of
 // its output: a line of progress dots is not a prompt, and bash's
-// read -p on a pipe, which prints no prompt, is one. On Linux the
-// foreground process is, for a PTY, every process of the terminal's
-// foreground process group (TIOCGPGRP on the master) and, for a pipe,
-// the session's process tree; it waits for input when
-// /proc/<pid>/syscall shows it blocked in read, readv, pread, poll,
-// select or an epoll wait on the session's stdin pipe or terminal
-// (matched by device and inode, so it works inside the sandbox too).
-// Reading /proc/<pid>/syscall (and /proc/<pid>/mem for the descriptor
-// sets of poll and select) needs ptrace access: a root host has it; an
-// unprivileged host has it for its own children unless Yama's
-// ptrace_scope is 2 or more, or a child changed its credentials
-// (setuid). Where the kernel will not say, no session is reported as
-// waiting. Node (SSH) sessions and other operating systems are never
-// reported as waiting: asking the remote /proc would cost a command per
-// poll.
-//
-// The emulator was chosen by replaying the raw output of vim (insert and
-// :wq), less (page, search), top, htop, python3's REPL and bash -i,
-// recorded in tmux at 120×30, into charmbracelet/x/vt v0.1.0 and
-// github.com/hinshun/vt10x (the last release, 2022): both reproduce
-// tmux's capture-pane row for row on all seven. vt10x is about five times
-// faster on a line flood but is unmaintained and puts a wide character
-// (CJK, emoji) in one cell, so its cursor reports and columns are wrong
-// after one; x/vt is maintained, measures grapheme widths, tracks the
-// alternate screen, title and modes, and answers queries like xterm. Its
-// cost is speed (bounded by the skipping above) and a 4 MiB parser buffer
-// allocated per emulator, that is per PTY session. vito/midterm was not
-// available from the module proxy.
+// read -p on a pipe, which prints no prompt, is one. The kernel is asked
+// whether the session's foreground process is blocked reading the
+// session's stdin pipe or terminal (docs/terminal.md says how), which
+// needs ptrace access to it: a root host has it; an unprivileged host has
+// it for its own children unless Yama's ptrace_scope is 2 or more, or a
+// child changed its credentials (setuid). Where the kernel will not say,
+// no session is reported as waiting. Node (SSH) sessions and other
+// operating systems are never reported as waiting: asking the remote
+// /proc would cost a command per poll.
 //
 // # Containment
 //
@@ -456,49 +422,26 @@
 // escaped. [ContainmentRequired] makes NewRegistry fail without cgroups.
 //
 // A gateway session in a cgroup also runs in a cgroup namespace rooted at
-// that cgroup (when the host has CAP_SYS_ADMIN): it sees its cgroup as
-// "/" in /proc/self/cgroup. A root session may still write itself into
-// another cgroup's cgroup.procs (the host's own, say) unless the cgroup2
-// mount has nsdelegate, which makes the kernel refuse a move across the
-// namespace's root; on cgroup v1 hierarchies nothing refuses it. Such a
-// process leaves its limits, but not its namespace: every end of the
-// session (kill, timeout, remove, Close, or its shell's exit) also
-// SIGKILLs every process of the namespace, found by one scan of /proc,
-// and so do the watchdogs when the host dies. A process with
-// CAP_SYS_ADMIN that also enters another cgroup namespace (setns,
-// unshare) escapes all of it. [ContainmentReport] says which holds on the
-// running host: CgroupNamespace, MigrationRefused and Migration.
+// that cgroup (when the host has CAP_SYS_ADMIN), so a root session that
+// writes itself into another cgroup still ends with its session and with
+// the host; one that also enters another cgroup namespace escapes.
+// docs/containment.md says what holds where, and [ContainmentReport] says
+// which holds on the running host: CgroupNamespace, MigrationRefused and
+// Migration.
 //
 // # Limits and the resource view
 //
 // [Config.Limits] gives every session a memory limit, a task limit
 // (default 4096, so a fork bomb fails its own forks and nobody else's)
-// and a CPU quota, through the session's cgroup. Each controller comes
-// from the cgroup v2 tree when it is listed in the registry's
-// cgroup.controllers: the registry's cgroup holds no process, so it may
-// enable the controller in its own cgroup.subtree_control for its session
-// cgroups (memory.max and memory.swap.max 0, pids.max, cpu.max). It is
-// listed only if the host's own cgroup enables it for its children, which
-// the no-internal-process rule allows for the root cgroup only; placing
-// the registry's cgroup beside a delegated leaf is not done. On a
-// hybrid host, where the v2 tree lacks the controller and a v1 hierarchy
-// has it (memory, pids, cpu under /sys/fs/cgroup/<controller>), the
-// registry makes a directory below this process's v1 cgroup and a child
-// per session (memory.limit_in_bytes and memory.memsw.limit_in_bytes,
-// pids.max, cpu.cfs_quota_us over a 100 ms period). cgroup v1 has no
-// clone-into-cgroup, and moving a child after it started races with its
-// first fork; but v1 membership is per thread and a child inherits its
-// forking thread's. So the child is forked from a goroutine locked to its
-// OS thread, which writes its thread id into each session directory's
-// tasks file, forks, and writes it back into this process's cgroups (a
-// thread that cannot be moved back is ended with its goroutine, never
-// reused). While a thread is locked, the Go runtime creates new threads
-// from its template thread, so none inherits a session's cgroups. The
-// memory controller is used even without a memory limit: it gives the
-// resource view its memory figure. Emptied v1 directories are kept for
-// reuse (four per registry, their oom_kill counters taken as a baseline;
-// page cache a previous session left charged may show in the next one's
-// memory figure) and removed by the sweeper, off the exit path.
+// and a CPU quota, through the session's cgroup: cgroup v2 controllers
+// where the host's own cgroup enables them for its children (on a pure
+// v2 host only the root cgroup can; a host in a delegated leaf, as a
+// systemd service is, gets none: placing the registry's cgroup beside the
+// leaf is not done), else the v1 hierarchies of a hybrid host (memory,
+// pids, cpu under /sys/fs/cgroup/<controller>). The memory controller is
+// used even without a memory limit: it gives the resource view its
+// memory figure. docs/containment.md has the files each limit is written
+// to and how a session is in its v1 cgroups from its first instruction.
 //
 // A limit set in the Config that no controller can apply makes
 // NewRegistry fail under [ContainmentRequired] and logs a warning
@@ -522,11 +465,7 @@
 // caps the sessions' tasks: NewRegistry then logs a warning, which
 // [ContainmentReport].Warnings repeats.
 // [Registry.Containment] says, per limit, whether it is applied and by
-// which file. The hand-written cgroup code is a few files written once
-// per session; github.com/containerd/cgroups/v3 was weighed and not used:
-// its cgroup1 and cgroup2 packages bring cilium/ebpf, dbus, systemd,
-// logrus and protobuf, remove cgroups with sleeping retries, and have no
-// thread-level move for the fork above.
+// which file.
 //
 // A session the kernel's OOM killer hit (oom_kill in memory.events or
 // memory.oom_control grew) ends "failed" with exitReason "oom" and the
@@ -573,42 +512,22 @@
 // # When the host dies
 //
 // If the embedding process dies without calling Close, even by SIGKILL,
-// its sessions do not live on as orphans. Each registry starts two small sh
-// watchdog processes, each reading a lifeline of its own, a Unix socket
-// only the host writes to; when the lifeline closes it freezes the
-// registry's cgroup, stops the processes of every session's cgroup
-// namespace that left it (a scan of every process on the machine, which
-// takes seconds under load), and then SIGKILLs the registry's cgroup (and
-// with it every session cgroup inside), every process group still listed
-// and every process it stopped. Nothing is killed before the scan: a
-// freed namespace's number can be reused by a stranger's namespace. If a watchdog dies while the registry is open (someone killed
-// it), the registry starts another and lists everything again; the other
-// one stands in meanwhile, so a host killed right after a watchdog still
-// takes its sessions along. Killing both watchdogs and then the host
-// within the few milliseconds a restart takes leaves the sessions running. A
-// session in a cgroup is there from its first instruction (clone3 with
-// CLONE_INTO_CGROUP), so nothing more is needed for it. A session without
-// a cgroup is listed by process group right after the fork, and its shell
-// also gets Pdeathsig SIGKILL; because Linux sends that when the forking
-// thread exits, not the process, those children are forked from one OS
-// thread that the registry keeps locked for its whole life. (Forking there
-// costs a hop between threads, about 6 % of a spawn, which cgroup sessions
-// skip.)
+// its sessions do not live on as orphans: two small sh watchdog
+// processes per registry, each reading a lifeline of its own from the
+// host, kill every session when the lifeline closes (its cgroup, its
+// process group, and the processes of its cgroup namespace that left the
+// cgroup). A killed watchdog is replaced and the other stands in
+// meanwhile; killing both watchdogs and then the host within the few
+// milliseconds a restart takes leaves the sessions running. A session
+// without a cgroup also gets Pdeathsig SIGKILL.
 //
-// The watchdog takes orders only from its registry. Its sessions run as the
-// same user and can see it in /proc, but a socket, unlike a pipe, cannot be
-// opened again through /proc/<pid>/fd; the watchdog has a fixed argv, an
-// environment of PATH alone, / as its directory and no descriptor of the
-// host's but the lifeline; and it never runs what it reads: a line counts
-// only if it names one process group above 1, or one namespace, by its
-// number. What remains
-// is ptrace: a process allowed to ptrace the watchdog or the host (the
-// same user where ptrace is not restricted, or CAP_SYS_PTRACE; that also
-// covers pidfd_getfd) can make either do anything, and a session may
-// signal the watchdogs like any process of its user (a killed watchdog is
-// replaced; a stopped one is not noticed). Where sessions must not touch
-// the host, run them as another user or in a sandbox: that is the
-// boundary, not the watchdog.
+// The watchdog takes orders only from its registry, but it is not a
+// boundary: a process allowed to ptrace the watchdog or the host (the
+// same user where ptrace is not restricted, or CAP_SYS_PTRACE) can make
+// either do anything, and a session may signal the watchdogs like any
+// process of its user (a stopped one is not noticed). Where sessions must
+// not touch the host, run them as another user or in a sandbox.
+// docs/containment.md says how the watchdog works.
 //
 // # Descriptors
 //
@@ -621,9 +540,10 @@
 //
 // # Resources and concurrency
 //
-// Each registry holds three goroutines (sweeper, notifier, spawner thread),
-// a fourth from its first spawn on (the watchdog keeper), and one watchdog
-// process. Each session has one owner goroutine that waits
+// Each registry holds three goroutines (sweeper, notifier, spawner thread)
+// and two watchdog processes, and from its first spawn on one keeper
+// goroutine per watchdog; each SSH node connection adds two (its reader
+// and its keepalives). Each session has one owner goroutine that waits
 // for the exit on a pidfd
 // through the runtime's netpoller (no OS thread per idle session), plus one
 // reader goroutine per stream; read buffers are pooled and only held during
@@ -716,27 +636,20 @@
 // # The sandbox host
 //
 // With [Config.Sandbox] set, the host "auto" is "sandbox" and every
-// command runs as `bwrap <options> -- $SHELL -c command`, started exactly
-// as a gateway child is (the same pipes or PTY, process group or session,
-// clone into the session's cgroup) but always from the registry's spawner
-// thread: bwrap's --die-with-parent is tied to the thread that forked it.
-// bubblewrap was chosen because it is what Flatpak and the sandboxes of
-// Codex and Anthropic use, needs no daemon, and runs as root or, on hosts
-// that allow user namespaces, unprivileged. NewRegistry runs `bwrap …
-// true` once and, if that fails, adds one feature at a time to say which
-// the host refuses. The choices where the issue was silent:
+// command runs as `bwrap <options> -- $SHELL -c command` in bubblewrap
+// (0.10.0 or newer, or Debian 12's 0.8.0-2+deb12u1): in user, pid,
+// mount, ipc, uts, cgroup and (unless Sandbox.Network) network
+// namespaces of its own, with no capabilities, no_new_privs and a seccomp
+// filter that refuses with EPERM what Docker's default profile refuses a
+// container without capabilities (mount, ptrace, unshare, setns, bpf,
+// perf, keyrings, modules …). The root is read-only; only the working
+// directory, Sandbox.WritablePaths, a private /tmp and the hidden paths
+// (empty tmpfs: $HOME, Sandbox.HidePaths and, without network, /run) are
+// writable, and /proc shows only the command's own processes. NewRegistry
+// runs `bwrap … true` once and, if that fails, adds one feature at a time
+// to say which the host refuses. docs/sandbox.md says how the sandbox is
+// built and why bubblewrap. What to know when using it:
 //
-//   - Namespaces: user, pid, mount, ipc, uts, cgroup and (unless
-//     Sandbox.Network) net. The user namespace maps the caller's uid onto
-//     itself, as bwrap does: file ownership is unchanged (files a command
-//     writes in the working directory belong to the caller), but no
-//     capability of the host's namespace is left; all are dropped inside
-//     too, and no_new_privs is set. What keeps a command from writing is
-//     the mount table, not the uid: the root is bound read-only
-//     recursively, cgroupfs included, and only the working directory,
-//     Sandbox.WritablePaths, a private /tmp and the hidden paths (empty
-//     tmpfs) are writable. Mounts are applied parents first, so a path
-//     below /tmp or a hidden directory shows through.
 //   - The working directory of each call is bound at its real path. It
 //     must lie, once its links are resolved on the host, in the default
 //     workdir or a WritablePaths entry (bound read-write) or in a
@@ -748,21 +661,6 @@
 //     command can write there (it is hidden by default, so it is an empty
 //     tmpfs), else it is /tmp; TMPDIR likewise. The environment rules
 //     apply unchanged.
-//   - Binds are race-free: each spawn opens the workdir and the configured
-//     paths without following a symbolic link (openat2
-//     RESOLVE_NO_SYMLINKS; on kernels before 5.6 a walk with O_NOFOLLOW)
-//     and bwrap binds those descriptors (--bind-fd, bubblewrap 0.10.0 or
-//     Debian 12's 0.8.0-2+deb12u1, checked by NewRegistry). A directory
-//     swapped for a link after the check fails the spawn, or bwrap binds
-//     the directory that was checked.
-//   - /run is hidden by default without network: a read-only bind does
-//     not stop connect(2) on a service socket, and the command has the
-//     caller's uid.
-//   - /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus and /proc/fs
-//     are bound read-only over the fresh /proc. On a root host the
-//     command's uid is the host's root, and that, not a capability, is all
-//     the kernel checks before a write there (kernel.core_pattern names a
-//     program it runs as root at the next crash; sysrq-trigger reboots).
 //   - A root host's commands can read what root can read of the bound
 //     file system (/etc/shadow, host keys under /etc/ssh, other users'
 //     homes): the uid is unchanged and the root (or, with MinimalRoot,
@@ -770,39 +668,14 @@
 //     into a hidden path. Hide such directories with Sandbox.HidePaths,
 //     or run the host as an unprivileged user, whose permissions then
 //     hold inside as well.
-//   - Seccomp: the filter is built with github.com/elastic/go-seccomp-bpf
-//     (a maintained pure-Go assembler, no cgo or libseccomp) and handed to
-//     bwrap as a sealed memfd (--seccomp), which bwrap reads and closes.
-//     It refuses with EPERM what Docker's default profile refuses a
-//     container without capabilities (mount and the new mount API,
-//     ptrace, process_vm_*, unshare, setns, namespace flags of clone,
-//     kexec, modules, bpf, perf, keyrings, swap, reboot, open_by_handle_at,
-//     io_uring, userfaultfd …), answers clone3 with ENOSYS (its flags are
-//     out of a filter's reach; C libraries fall back to clone), and kills
-//     a process that makes a system call of another ABI (i386 on x86_64).
-//     go-seccomp-bpf brings golang.org/x/net (its bpf assembler).
-//   - Terminals: pipe sessions get --new-session, so nothing inside can
-//     reach a controlling terminal of the host (TIOCSTI). PTY sessions
-//     keep theirs, which is the session's own PTY: keys injected there
-//     reach only the session itself. Inside, bwrap shows it as
-//     /dev/console.
-//   - Signals: kill and timeout send SIGTERM to the processes in the
-//     session's cgroup but bwrap's monitor, so the command gets its grace
-//     period (bwrap passes no signal on and would die at once, and its
-//     --die-with-parent would SIGKILL the command); SIGKILL goes to all.
-//     bwrap reports a command killed by signal n as exit code 128+n; when
-//     n is the signal the session sent, the end is reported as that
-//     signal. A signal death that comes from inside the sandbox (a crash,
-//     `kill -9 $$`) stays exit code 128+n: bwrap tells nothing more.
-//     Without cgroups, signals reach bwrap's process group, and bwrap's
-//     end takes the sandbox with it.
-//   - The sandbox's first process ending ends everything in it, so
-//     processes a shell leaves running (`server &`) end with the shell,
-//     and exec reports the shell's end; run a server as the command
-//     itself, in the background. This is what makes setsid, double forks
-//     and cgroup moves harmless: kill, timeout, Close and the host's death
-//     (the watchdog kills the session's cgroup or group, and bwrap's
-//     monitor) end the pid namespace and all of it.
+//   - Processes a shell leaves running (`server &`) end with the shell,
+//     since the sandbox ends with its first process, and exec reports the
+//     shell's end; run a server as the command itself, in the background.
+//     setsid, double forks and cgroup moves do not outlive the session.
+//   - kill and timeout give the command its grace period, and their
+//     signals keep their names. A signal death that comes from inside the
+//     sandbox (a crash, `kill -9 $$`) is exit code 128+n: bubblewrap tells
+//     nothing more.
 //   - elevated:true runs that one call on this machine, only when
 //     Config.Elevation enables and allows it for the scope. A sandbox
 //     failure is a failure result; nothing falls back to the gateway.
@@ -828,25 +701,20 @@
 // <user>@<addr>"), and nothing is retried behind the call: the next exec
 // dials again.
 //
-// Each session runs in a small sh wrapper, passed in the exec request
-// (commands over 32 KiB encoded are uploaded first to a private mktemp
-// file, opened on descriptor 3 and removed, as on this machine). It
-// decodes its arguments, changes to the workdir (falling back to the
-// node's default, with the usual warning), exports the per-call
-// environment, the markers and BGEXEC_SESSION=<random tag>, reports its
-// pid and process group on the first line of stderr (taken out of the
-// output), and execs the shell, so the shell keeps the pid the SSH server
-// made a session leader. Kill, timeout and Close signal that process group
-// with kill(1) through a control shell kept open on the connection (one
-// channel, not one login per signal), and every process on the node whose
-// environment carries the session's tag, so processes that left the group
-// (setsid, a double fork) end too; only one that cleared its environment
-// escapes. The session's end checks that nothing of the group or the tag
-// is left, and kill says so if something is. When `systemd-run --user
-// --scope` works on the node (probed once per connection), the shell runs
-// in a transient scope that is signalled too. Exit codes and signal names
-// are the ones the node reports. The local environment is not sent; the node's
-// login environment is the base.
+// Each session runs in a small sh wrapper that changes to the workdir
+// (falling back to the node's default, with the usual warning), exports
+// the per-call environment, the markers and BGEXEC_SESSION=<random tag>,
+// and execs the shell. Kill, timeout and Close signal the session's
+// process group on the node and every process there whose environment
+// carries the session's tag, so processes that left the group (setsid, a
+// double fork) end too; only one that cleared its environment escapes,
+// and kill says so if something is left. When `systemd-run --user
+// --scope` works on the node, the shell runs in a transient scope that is
+// signalled too. Exit codes and signal names are the ones the node
+// reports. The local environment is not sent; the node's login
+// environment is the base. Node sessions report no resources in list and
+// poll, and name no closed ports at their end. docs/node.md says how a
+// session runs there.
 //
 // When the connection drops (the TCP connection fails, a keepalive goes
 // unanswered for KeepaliveCountMax intervals, or a kill or check gets no
@@ -876,9 +744,11 @@
 // # Errors
 //
 // A tool-level failure (blank command, refused env key, unknown session,
-// refused policy) is a [Result] with Details.Status "failed" and a text
-// for the model; a command that exits non-zero is "completed", with its
-// exit code. A Go error means the call could not be made: a nil request,
+// refused policy) is a [Result] with IsError set (JSON "isError": true),
+// Details.Status "failed" and a text for the model that says what to fix.
+// A command that ran is never IsError, however it ended: one that exits
+// non-zero is "completed", with its exit code, and one ended by a signal,
+// a timeout or a kill is "failed" with the reason. A Go error means the call could not be made: a nil request,
 // malformed JSON or a wrong type in [Scope.Call], a closed registry
 // ([ErrClosed]), or a context that ended first. Every result about an
 // ended session carries exitSignal (null when no signal ended it), and

@@ -18,6 +18,9 @@ import (
 
 // ExecRequest is the exec tool's parameters. Field names and JSON names
 // mirror the tool schema.
+//
+// A ExecRequest is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type ExecRequest struct {
 	// Command is the shell command line. Required; blank is a failure. It
 	// may be of any length: one too long for an exec argument is handed
@@ -44,30 +47,35 @@ type ExecRequest struct {
 	// command moves to the background. Nil means Config.YieldMs (10000).
 	// Clamped to 10 … 120000; zero or negative become 10.
 	YieldMs *float64 `json:"yieldMs,omitzero"`
-	// Background returns "running" at once.
+	// Background returns "running" at once. Default false: the yield
+	// window decides.
 	Background bool `json:"background,omitzero"`
 	// TimeoutSeconds ends the process after this many seconds (fractions
 	// allowed), in the foreground and in the background. Nil means
 	// Config.TimeoutSec (1800); zero or negative means no timeout; at most
 	// 30 days.
 	TimeoutSeconds *float64 `json:"timeoutSeconds,omitzero"`
-	// Timeout is the older name of TimeoutSeconds, still accepted because
-	// models trained on earlier prompts send it. Given with a different
+	// Timeout is the older name of TimeoutSeconds (seconds, same default),
+	// still accepted because models trained on earlier prompts send it. Given with a different
 	// TimeoutSeconds, the call fails naming both.
 	Timeout *float64 `json:"timeout,omitzero"`
 	// Title is a short statement of the command's purpose, at most 120
 	// characters (longer is a failure result). It is kept with the session
 	// and returned as details.title by exec, poll and list.
 	Title string `json:"title,omitzero"`
-	// PTY runs the command under a pseudo-terminal (120×30, one merged stream).
+	// PTY runs the command under a pseudo-terminal (120×30, one merged
+	// stream). Default false: pipes.
 	PTY bool `json:"pty,omitzero"`
-	// Elevated runs outside the sandbox when the runtime allows it (Config.Elevation).
+	// Elevated runs outside the sandbox when the runtime allows it
+	// (Config.Elevation). Default false.
 	Elevated bool `json:"elevated,omitzero"`
 	// Host is auto (default), sandbox, gateway or node; it must match the configured host.
 	Host string `json:"host,omitzero"`
-	// Security is deny, allowlist or full; it may only be stricter than configured.
+	// Security is deny, allowlist or full; it may only be stricter than
+	// configured. Empty means the configured level.
 	Security string `json:"security,omitzero"`
-	// Ask is off, on-miss or always; it may only be stricter than configured.
+	// Ask is off, on-miss or always; it may only be stricter than
+	// configured. Empty means the configured mode.
 	Ask string `json:"ask,omitzero"`
 	// Stdin is "closed" (default: the child reads EOF at once) or "pipe"
 	// (kept open for process write/eof). An addition to the reference schema.

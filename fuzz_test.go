@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// instantChild is a fake process that prints its command and exits at
+// instantSpawn starts a fake process that prints its command and exits at
 // once, so fuzzed exec calls never run a real shell.
 func instantSpawn(spec *spawnSpec) (*spawned, error) {
 	r, w := io.Pipe()

@@ -14,10 +14,14 @@ import (
 )
 
 // Limits are the resource limits of each session, applied through the
-// session's cgroup (see the package documentation's "Limits" section for
-// the controllers used on cgroup v2 and hybrid hosts). The zero value
+// session's cgroup (see the package documentation's "Limits and the
+// resource view" section, and docs/containment.md for the controller files
+// used on cgroup v2 and hybrid hosts). Node sessions get none of them. The zero value
 // means no memory and CPU limit and the default task limit.
 // [Registry.Containment] says which limits are in force.
+//
+// A Limits is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type Limits struct {
 	// MemoryBytes is the memory limit of each session in bytes (memory.max;
 	// memory.limit_in_bytes on a cgroup v1 memory hierarchy), swap
@@ -233,6 +237,9 @@ func formatBytes(n int64) string {
 // ContainmentReport says how a registry contains its sessions and which
 // limits are in force ([Registry.Containment]). It is a copy: changing it
 // changes nothing.
+//
+// A ContainmentReport is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type ContainmentReport struct {
 	// Cgroup reports whether each session runs in a cgroup v2 child cgroup
 	// of its own (so kill, timeout, remove and Close reach processes that
@@ -278,6 +285,9 @@ type ContainmentReport struct {
 }
 
 // LimitReport is the state of one limit.
+//
+// A LimitReport is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type LimitReport struct {
 	// Requested is the limit asked for, as text ("64 MiB", "4096 tasks",
 	// "1.5 cores"); "" when none was.

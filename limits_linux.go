@@ -286,8 +286,9 @@ func requested(set bool, text string) string {
 	return ""
 }
 
-// warnings lists the limits asked for but not applied; explicitOnly
-// skips the default task limit.
+// warnings lists the limits asked for but not applied: all of them (and
+// the task-budget warning), and explicit, those the Config set (the task
+// limit only when tasksSet, that is when Limits.Tasks was given).
 func (l *limitRoot) warnings(tasksSet bool) (all, explicit []string) {
 	for _, x := range []struct {
 		name     string

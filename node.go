@@ -214,6 +214,9 @@ func (p *nodePool) pickNode(name string) (*nodeConfig, string) {
 // NodeError is a connection to a node that failed: the host key did not
 // verify, authentication failed, or the node could not be reached. Its
 // text is what the exec result says.
+//
+// A NodeError is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type NodeError struct {
 	// Node is the node's configured name.
 	Node string
@@ -224,6 +227,7 @@ type NodeError struct {
 	Err error
 }
 
+// Error returns Text.
 func (e *NodeError) Error() string { return e.Text }
 
 // Unwrap returns the underlying error.

@@ -17,6 +17,8 @@ import "strings"
 // question is safe, agreeing to an install nobody asked for is not. npx
 // and conda ask nothing when stdin is not a terminal (pipe sessions), and
 // read EOF and stop when it is closed.
+//
+// Safe for concurrent use.
 func NonInteractiveEnv() []string {
 	return []string{
 		"GIT_TERMINAL_PROMPT=0",

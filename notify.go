@@ -32,6 +32,8 @@ type Notifier interface {
 // that call returns, so it must be safe for concurrent use and should not
 // block.
 type Retractor interface {
+	// Retract withdraws the event with this text from the scope's queue,
+	// if it is still there.
 	Retract(scopeKey, text string)
 }
 

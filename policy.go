@@ -13,8 +13,12 @@ import (
 
 // ElevationPolicy gates elevated:true: both gates must pass.
 // The zero value refuses elevation.
+//
+// A ElevationPolicy is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type ElevationPolicy struct {
 	// Enabled turns elevated mode on for this runtime (tools.elevated.enabled).
+	// Default false.
 	Enabled bool
 	// Allow reports whether the agent scope may elevate. Nil allows every
 	// scope once Enabled is true. It must be safe for concurrent use.
@@ -22,6 +26,9 @@ type ElevationPolicy struct {
 }
 
 // ApprovalRequest describes a command that needs a decision from an [Approver].
+//
+// A ApprovalRequest is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type ApprovalRequest struct {
 	// ScopeKey is the agent scope asking.
 	ScopeKey string
@@ -46,6 +53,9 @@ type ApprovalRequest struct {
 }
 
 // ApprovalCommand is one simple command of a line to approve.
+//
+// A ApprovalCommand is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type ApprovalCommand struct {
 	// Args are the command's words after quote removal; a word only known
 	// at run time ($x, $(cmd)) is shown as written.
@@ -65,6 +75,11 @@ type ApprovalCommand struct {
 // for it: a call still blocked when Close returns is left to finish on its
 // own, and its Exec then returns [ErrClosed] without spawning.
 type Approver interface {
+	// Approve returns whether the command may run and, when it may not,
+	// the reason the refusal gives the model ("exec denied: <reason>.";
+	// "" means "not approved"). An err wrapping [ErrApprovalDeferred]
+	// makes the exec approval-pending; any other err fails the exec call
+	// with a Go error, and nothing runs.
 	Approve(ctx context.Context, req *ApprovalRequest) (allowed bool, reason string, err error)
 }
 

@@ -15,6 +15,9 @@ import (
 
 // ProcessRequest is the process tool's parameters. Field names and JSON
 // names mirror the tool schema.
+//
+// A ProcessRequest is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type ProcessRequest struct {
 	// Action is one of list, poll, log, write, send-keys, submit, paste,
 	// kill, clear, remove, and the additions resize, wait, screen and
@@ -42,12 +45,14 @@ type ProcessRequest struct {
 	Text string `json:"text,omitzero"`
 	// Bracketed wraps a paste in ESC[200~ … ESC[201~. Nil means true.
 	Bracketed *bool `json:"bracketed,omitzero"`
-	// Offset is the first line (0-based) to return (log). A negative offset
-	// is 0; one past the end returns no lines. In JSON any number is
+	// Offset is the first line (0-based) to return (log). Nil means the
+	// last Limit lines (the last DefaultLogLines, 200, when Limit is nil
+	// too). A negative offset is 0; one past the end returns no lines. In JSON any number is
 	// accepted and floored (see [ProcessRequest.UnmarshalJSON]).
 	Offset *int `json:"offset,omitzero"`
-	// Limit is the number of lines to return (log); 0 or less returns no
-	// lines. In JSON any number is accepted and floored.
+	// Limit is the number of lines to return (log). Nil means to the end
+	// (with Offset nil too, the last DefaultLogLines, 200); 0 or less
+	// returns no lines. In JSON any number is accepted and floored.
 	Limit *int `json:"limit,omitzero"`
 	// Timeout is in milliseconds: how long poll waits for new output or the
 	// exit (0 … 120000, default 0, or 5000 with IdleMs), how long wait

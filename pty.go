@@ -10,7 +10,8 @@ import (
 	"github.com/bgexec/bgexec/internal/session"
 )
 
-// Default PTY geometry and terminal type.
+// Default PTY geometry (in columns and rows) and terminal type (the TERM
+// a PTY session gets when the host's environment has none).
 const (
 	DefaultPTYCols = 120
 	DefaultPTYRows = 30
@@ -32,7 +33,7 @@ func withoutSizeVars(environ []string) []string {
 	return out
 }
 
-// Terminal size bounds for resize.
+// Terminal size bounds for resize, in columns or rows, inclusive.
 const (
 	MinPTYSize = 1
 	MaxPTYSize = 1000

@@ -10,9 +10,14 @@ const MaxQueuedEvents = 20
 const heartbeatBuffer = 64
 
 // HeartbeatRequest asks the runtime to wake one agent.
+//
+// A HeartbeatRequest is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type HeartbeatRequest struct {
+	// ScopeKey is the agent scope to wake, as given to [Registry.Scope].
 	ScopeKey string
-	Reason   string
+	// Reason is the reason the registry gave [Notifier.Heartbeat].
+	Reason string
 }
 
 // Queue is a ready-made [Notifier] for runtimes without their own event
@@ -29,7 +34,7 @@ type Queue struct {
 	events map[string][]string
 }
 
-// NewQueue returns an empty Queue.
+// NewQueue returns an empty Queue, ready to use. Safe for concurrent use.
 func NewQueue() *Queue {
 	return &Queue{beats: make(chan HeartbeatRequest, heartbeatBuffer), events: make(map[string][]string)}
 }

@@ -75,8 +75,12 @@ type Registry struct {
 
 // NewRegistry returns a registry configured by cfg (zero Config = the
 // documented defaults; see [ConfigFromEnv] for the environment variables).
-// It starts one sweeper goroutine and one notification goroutine; call
-// Close to end them.
+// It starts three goroutines (the spawner's locked OS thread, the sweeper
+// and the notification goroutine) and two watchdog processes; the first
+// spawn adds one keeper goroutine per watchdog, and each SSH node
+// connection two more (its reader and its keepalives; one when
+// keepalives are off). Call Close to end them all. Safe for concurrent
+// use: each call makes a registry of its own.
 func NewRegistry(cfg Config) (*Registry, error) {
 	st, err := resolveConfig(cfg, os.Getenv)
 	if err != nil {

@@ -8,6 +8,9 @@ import (
 // Resources is what a running session uses now, from its cgroup's
 // counters (list entries and poll details). Values are read when the
 // call is made; a field that cannot be read is 0.
+//
+// A Resources is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type Resources struct {
 	// CPUMs is the CPU time all its processes used so far, in milliseconds.
 	CPUMs int64 `json:"cpuMs"`
@@ -23,6 +26,9 @@ type Resources struct {
 }
 
 // Listener is a listening TCP socket of a session.
+//
+// A Listener is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type Listener struct {
 	// Port is the TCP port.
 	Port int `json:"port"`

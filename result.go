@@ -18,6 +18,9 @@ import (
 // ended by a signal, a timeout or a kill is status "failed" with the
 // reason. None of these is a Go error, which means the call could not be
 // made at all.
+//
+// A Result is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type Result struct {
 	// Content holds one text item: what the model reads.
 	Content []Content `json:"content"`
@@ -32,8 +35,13 @@ type Result struct {
 }
 
 // Content is one content item of a Result. Type is always "text".
+//
+// A Content is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type Content struct {
+	// Type is the MCP content type: always "text".
 	Type string `json:"type"`
+	// Text is what the model reads, in LF line endings.
 	Text string `json:"text"`
 }
 
@@ -56,13 +64,18 @@ func (r *Result) Text() string {
 // "aggregated" ("" when there was no output) in its JSON, as the reference
 // tool does. Details decoded back from JSON lose that mark and encode like
 // any other details.
+//
+// A Details is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type Details struct {
 	// Status is running, completed or failed; "approval-pending" for an
 	// exec waiting for a deferred approval ([StatusApprovalPending]).
 	Status Status `json:"status"`
 	// SessionID names the session (backgrounded exec results, process actions).
 	SessionID string `json:"sessionId,omitzero"`
-	// Pid is the process id of the session's leader (the shell).
+	// Pid is the process id of the session's leader: the shell on this
+	// machine, bwrap in the sandbox, the shell's pid on the node for node
+	// sessions.
 	Pid int `json:"pid,omitzero"`
 	// StartedAt is the start time in Unix epoch milliseconds.
 	StartedAt int64 `json:"startedAt,omitzero"`
@@ -214,19 +227,38 @@ func (d Details) MarshalJSON() ([]byte, error) {
 }
 
 // SessionInfo is one entry of the list action.
+//
+// A SessionInfo is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type SessionInfo struct {
+	// SessionID is the whole session id, as process actions take it.
 	SessionID string `json:"sessionId"`
-	Status    Status `json:"status"`
-	Pid       int    `json:"pid"`
-	StartedAt int64  `json:"startedAt"`
-	EndedAt   int64  `json:"endedAt,omitzero"`
-	RuntimeMs int64  `json:"runtimeMs"`
-	Cwd       string `json:"cwd"`
-	Command   string `json:"command"`
-	Name      string `json:"name"`
-	Tail      string `json:"tail"`
-	Truncated bool   `json:"truncated"`
-	ExitCode  *int   `json:"exitCode,omitzero"`
+	// Status is "running", "completed" or "failed".
+	Status Status `json:"status"`
+	// Pid is the session's first process: the shell on this machine,
+	// bwrap in the sandbox, the shell's pid on the node for node sessions.
+	Pid int `json:"pid"`
+	// StartedAt is when the session started, in Unix epoch milliseconds.
+	StartedAt int64 `json:"startedAt"`
+	// EndedAt is when it ended, in Unix epoch milliseconds; 0 (absent)
+	// while it runs.
+	EndedAt int64 `json:"endedAt,omitzero"`
+	// RuntimeMs is how long it ran, or has run so far, in milliseconds.
+	RuntimeMs int64 `json:"runtimeMs"`
+	// Cwd is the working directory the command started in.
+	Cwd string `json:"cwd"`
+	// Command is the command line as exec was given it.
+	Command string `json:"command"`
+	// Name is the short name derived from the command (its verb and at
+	// most 48 characters of its target), as the list line shows it.
+	Name string `json:"name"`
+	// Tail is the last 2000 characters of the retained output, cleaned.
+	Tail string `json:"tail"`
+	// Truncated reports whether output was discarded at the retention cap.
+	Truncated bool `json:"truncated"`
+	// ExitCode is a finished session's exit code; nil while it runs or
+	// when a signal ended it.
+	ExitCode *int `json:"exitCode,omitzero"`
 	// ExitSignal names the signal that ended a finished session; its JSON
 	// is null for a finished session no signal ended, absent for a running one.
 	ExitSignal string `json:"exitSignal,omitzero"`

@@ -232,7 +232,7 @@ func (r *Registry) ToolDefinitions() []ToolDefinition {
 // would return from [Registry.ToolDefinitions], without making one (for a
 // server that lists its tools before its first registry starts). It
 // checks cfg.Sandbox's paths as NewRegistry does, but does not run
-// bubblewrap; an error says which path is wrong.
+// bubblewrap; an error says which path is wrong. Safe for concurrent use.
 func ToolDefinitionsFor(cfg Config) ([]ToolDefinition, error) {
 	if cfg.Sandbox == nil {
 		return ToolDefinitions(), nil

@@ -41,6 +41,9 @@ const (
 // tool's own "Unknown action …" text, after its check for a missing
 // sessionId, as the reference answers. Likewise log's offset and limit are
 // any numbers (floored by the tool), since log never refuses them.
+//
+// A ToolDefinition is a plain value with no internal locking: it is safe to read
+// from several goroutines, but not to change while another reads it.
 type ToolDefinition struct {
 	// Name is the tool's name: "exec" or "process".
 	Name string `json:"name"`
@@ -297,7 +300,9 @@ const processSchema = `{
 
 // toolSchemas holds the compiled tool schemas. It is built once, on first
 // use, and never changes afterwards, so sharing it between goroutines is
-// safe; it is the package's only package-level value besides constants.
+// safe. Like every package-level value of the package (the sentinel
+// errors, the name and syscall lists, the action table), it is never
+// changed after it is built.
 var toolSchemas = sync.OnceValues(compileToolSchemas)
 
 func compileToolSchemas() (map[string]*jsonschema.Schema, error) {

@@ -115,6 +115,8 @@ func decodeArgs(args json.RawMessage, v any) error {
 
 // Number is a JSON number that also accepts a numeric string ("5000"), as
 // process timeouts do.
+//
+// A Number is an immutable value, safe for concurrent use.
 type Number float64
 
 // UnmarshalJSON accepts 5000, 5000.5 and "5000".

@@ -8,6 +8,8 @@ import (
 
 // ExitReason says how a session ended. It is never invented: a killed run is
 // "killed", not "exit" with code 0.
+//
+// A ExitReason is an immutable value, safe for concurrent use.
 type ExitReason string
 
 // Exit reasons reported in Details.ExitReason.
@@ -25,6 +27,8 @@ const (
 // non-zero code is "completed" (the code is in Details.ExitCode); "failed"
 // is a command that could not run, was not found (126, 127), was ended by
 // a signal, a timeout or a kill, or a tool call that was refused.
+//
+// A Status is an immutable value, safe for concurrent use.
 type Status string
 
 // Statuses used in Details.Status.

@@ -135,7 +135,7 @@ func structured(t *testing.T, res *mcp.CallToolResult) []byte {
 	return b
 }
 
-// noticeOf returns the notice lines a result's text starts with.
+// noticesOf returns the notice lines a result's text starts with.
 func noticesOf(t *testing.T, res *mcp.CallToolResult) []string {
 	var out []string
 	for _, l := range strings.Split(textOf(t, res), "\n") {

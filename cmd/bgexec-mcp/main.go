@@ -7,7 +7,7 @@
 //
 // and register it with a host, for example
 //
-//	claude mcp add bgexec -- bgexec-mcp -ask on-miss -allowlist ls,cat,git
+//	claude mcp add bgexec -- bgexec-mcp -security allowlist -ask on-miss -allowlist ls,cat,git
 //	bgexec-mcp -http 127.0.0.1:8080 -token-file ~/.bgexec-token
 //
 // The README shows the lines for Claude Code, Codex, Cursor, VS Code and
@@ -98,9 +98,10 @@
 // "notice", logger "bgexec", data {"event":"exit","text":…}, then level
 // "info" with data {"event":"wake","reason":"exec:<sessionId>:exit"}. They
 // arrive only after the client set a log level (logging/setLevel) and do
-// not count as telling the model. Protocol revision 2026-07-28 has no
-// channel for messages outside a request, so the server offers the earlier
-// revisions only.
+// not count as telling the model. Protocol revision 2026-07-28 deprecates
+// logging (and roots, below; SEP-2577), and the Go SDK marks their API
+// deprecated, but it has no other channel for messages outside a request,
+// so the server offers the earlier revisions only and keeps both.
 //
 // # Calls that fit the host
 //
@@ -141,9 +142,12 @@
 //
 // # Roots
 //
-// When the client offers roots, the first file:// root is the default
-// workdir of exec calls that name none; it is asked for at the first exec
-// and again after the client says the list changed.
+// When the client offers roots and -workdir is not set, the first file://
+// root is the default workdir of exec calls that name none; it is asked
+// for at the first exec and again after the client says the list changed.
+// Roots are deprecated as of protocol revision 2026-07-28 (see Exit
+// notices); -workdir and exec's workdir are the replacement the SDK
+// advises, and with -workdir set the roots are not asked for.
 //
 // # Large messages
 //

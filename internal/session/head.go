@@ -50,7 +50,7 @@ func nthNewline(p []byte, n int) int {
 
 // Gap describes output a head-and-tail text left out, between its head
 // and its tail: code points [From, To) of the whole output, on lines
-// FromLine … ToLine (absolute log line numbers). Those from LogFrom on are
+// FromLine … ToLine (absolute log line numbers). Those from LogLine on are
 // still retained (log offset=LogLine reads them); those before were
 // dropped at the retention cap.
 type Gap struct {

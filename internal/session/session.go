@@ -132,7 +132,7 @@ type Options struct {
 	// by the end of a session the limit killed.
 	MemoryLimit int64
 	// ReadOnlyHint is added once to a result whose output shows the first
-	// "Read-only file system" (see TakeHint); "" means never.
+	// "Read-only file system" (see WithHint); "" means never.
 	ReadOnlyHint string
 	// Cols and Rows are the PTY's size, for its terminal emulator.
 	Cols, Rows int

@@ -27,7 +27,7 @@ type Screen struct {
 	// Title is the window title the program set last ("" if none).
 	Title string
 	// Marked is Text with reverse-video, bold and underlined runs marked
-	// (see markRuns); set only when asked for.
+	// (see markedLocked); set only when asked for.
 	Marked string
 }
 
