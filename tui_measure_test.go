@@ -94,13 +94,15 @@ func TestTUIMeasureAgainstTmux(t *testing.T) {
 				// The targets: every task finished (the task asserted its
 				// result), with no more calls than tmux and at most twice
 				// its bytes. Both sides read a stale screen again, so load
-				// adds calls to both. With think time the flood has ended
-				// before the first read: tmux's answer is one capture
-				// (about 180 bytes), while bgexec's exec result alone is
-				// the reference's running line (about 150 bytes), so that
-				// one ratio is logged, not asserted.
+				// adds calls to both. One case has a floor instead: a flood
+				// that ended before tmux's first capture (always so with
+				// think time) costs tmux one screen, about 180 bytes, less
+				// than bgexec's exec result (the reference's running line,
+				// about 150 bytes) and its wait (the match, the exit, and
+				// where the rest is in the log) together; its bytes are
+				// logged, not asserted.
 				assert.LessOrEqual(t, bg.calls, tm.calls, "calls")
-				if think == 0 || !tk.flood {
+				if !tk.flood || tm.calls > 2 {
 					assert.LessOrEqual(t, bg.bytes, 2*tm.bytes, "bytes")
 				}
 			})
