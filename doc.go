@@ -13,7 +13,9 @@
 // and nothing is kept. If the yield window (yieldMs, default 10 s) ends
 // first, or background:true was passed, the session becomes backgrounded
 // and the result is status "running" with a session id, its text ending
-// with the output so far (the last 2000 characters). From then on:
+// with the output so far (the last 2000 characters; on a PTY at most the
+// last 20 lines, after a line naming the log offset and limit of the
+// lines before them, while details.tail keeps the 2000). From then on:
 //
 //   - poll drains output not yet returned (optionally waiting for some);
 //   - wait blocks until a pattern appears, a port opens, or the command ends;

@@ -404,8 +404,9 @@ func (sc *Scope) run(ctx context.Context, s *session.Session, background bool, y
 }
 
 // runningResult is the result of a backgrounded session. Its text shows
-// the output so far (details.tail without its trailing line ends), so the
-// agent sees how the command started without a first poll.
+// the output so far (details.tail without its trailing line ends; on a
+// PTY at most its last lines, see runningTail), so the agent sees how the
+// command started without a first poll.
 func runningResult(s *session.Session, warnings []string) *Result {
 	return backgroundResult(s, warnings, fmt.Sprintf("Command still running (session %s, pid %d). %s", s.ID(), s.Pid(), followUpLine(s)))
 }
@@ -432,8 +433,8 @@ func followUpLine(s *session.Session) string {
 // backgroundResult is a running result with the given first line, then the
 // output so far.
 func backgroundResult(s *session.Session, warnings []string, text string) *Result {
-	sn := s.Snapshot(tailChars)
-	if tail := strings.TrimRight(sn.Tail, "\r\n"); tail != "" {
+	sn, lines := s.SnapshotLines(tailChars)
+	if tail := runningTail(s, sn.Tail, lines); tail != "" {
 		text = s.WithHint(text + "\n\nOutput so far:\n" + tail)
 	}
 	return textResult(withWarnings(warnings, text), Details{

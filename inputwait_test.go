@@ -132,6 +132,31 @@ func TestInputWaitQuickNote(t *testing.T) {
 		mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "y\n"})
 		assert.Contains(t, waitExit(t, sc, id).Text(), "got:y")
 	})
+	t.Run("bash read -p on a pipe, which prints nothing, gets the note", func(t *testing.T) {
+		needTool(t, "bash")
+		id := startBackground(t, sc, &ExecRequest{Command: `bash -c 'read -p "Name? " x; echo "got:$x"'`, Stdin: "pipe"})
+		var res *Result
+		require.Eventually(t, func() bool {
+			res = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(600))})
+			return regexp.MustCompile(`\(waiting for input\?\)`).MatchString(res.Text())
+		}, 20*time.Second, 10*time.Millisecond)
+		assert.Regexp(t, `^\(no new output\)\n\(waiting for input\?\)\n\nProcess still running\.$`, res.Text())
+		mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "Ann\n"})
+		assert.Contains(t, waitExit(t, sc, id).Text(), "got:Ann")
+	})
+	t.Run("a line of dots printed slowly by a process that does not read gets no note", func(t *testing.T) {
+		// Dots every 100 ms, then quiet: the poll sees an unfinished line
+		// quiet past the note's 500 ms, and the process is sleeping.
+		id := startBackground(t, sc, &ExecRequest{Command: `for i in 1 2 3 4 5; do printf .; sleep 0.1; done; sleep 60`, Stdin: "pipe"})
+		require.Eventually(t, func() bool {
+			return mustProcess(t, sc, &ProcessRequest{Action: "log", SessionID: id}).Text() == "....."
+		}, 20*time.Second, 10*time.Millisecond)
+		res := mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(1000))})
+		assert.NotContains(t, res.Text(), "waiting for input")
+		res = mustProcess(t, sc, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(1000))})
+		assert.Equal(t, "(no new output)\n\nProcess still running.", res.Text())
+		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+	})
 	t.Run("an unfinished line of dots from a sleeping process does not", func(t *testing.T) {
 		id := startBackground(t, sc, &ExecRequest{Command: `printf 'Working...'; sleep 60`, Stdin: "pipe"})
 		require.Eventually(t, func() bool {

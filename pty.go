@@ -87,3 +87,25 @@ func canonicalKept(data []byte) int {
 	}
 	return kept
 }
+
+// runningTail is the output so far in the running text of an exec: tail
+// (details.tail) without its trailing line ends. On a PTY it is at most
+// the last waitTailLines lines, as a wait's new output is, with a line
+// naming the log lines before them: a terminal shows its last screenful,
+// and a flood or a full-screen program's redraws would otherwise reach the
+// model as up to 2000 characters of raw stream. lines is the number of log
+// lines printed when tail was read (an unfinished last line counts).
+func runningTail(s *session.Session, tail string, lines int64) string {
+	text := strings.TrimRight(tail, "\r\n")
+	if !s.PTY() || strings.Count(text, "\n") < waitTailLines {
+		return text
+	}
+	cut := len(text)
+	for range waitTailLines {
+		cut = strings.LastIndexByte(text[:cut], '\n')
+	}
+	// Empty lines trimmed off the end are log lines too.
+	end := lines - int64(max(len(tail)-len(text)-1, 0))
+	earlier := max(end-waitTailLines, 0)
+	return fmt.Sprintf("[%d earlier lines not shown: process log offset 0 limit %d]\n", earlier, earlier) + text[cut+1:]
+}

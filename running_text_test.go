@@ -42,3 +42,51 @@ func TestRunningTextShowsTheOutputSoFar(t *testing.T) {
 		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: res.Details.SessionID})
 	})
 }
+
+func TestRunningTextOnAPTYShowsTheLastLines(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, Config{})
+	sc := reg.Scope("a")
+
+	t.Run("a flood shows its last 20 lines and names the log lines before them", func(t *testing.T) {
+		// The yield window is the bound: seq prints 3000 lines in
+		// milliseconds, even under the race detector on a loaded machine.
+		res := mustExec(t, sc, &ExecRequest{Command: "seq 1 3000; exec sleep 30", PTY: true, YieldMs: ptr(5000.0)})
+		require.Equal(t, StatusRunning, res.Details.Status, res.Text())
+		id := res.Details.SessionID
+		defer mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+		assert.Len(t, res.Details.Tail, tailChars, "details.tail keeps the last 2000 characters")
+		var last []string
+		for i := 2981; i <= 3000; i++ {
+			last = append(last, itoa(i))
+		}
+		_, so, ok := strings.Cut(res.Text(), "\n\nOutput so far:\n")
+		require.True(t, ok, res.Text())
+		assert.Equal(t, "[2980 earlier lines not shown: process log offset 0 limit 2980]\n"+strings.Join(last, "\n"), so)
+		log := mustProcess(t, sc, &ProcessRequest{Action: "log", SessionID: id, Offset: ptr(2979), Limit: ptr(2)})
+		assert.Equal(t, "2980\n2981", log.Text(), "the named offset and limit end just before the first line shown")
+	})
+
+	t.Run("empty lines at the end count as log lines", func(t *testing.T) {
+		res := mustExec(t, sc, &ExecRequest{Command: `seq 1 30; printf '\n\n'; exec sleep 30`, PTY: true, YieldMs: ptr(5000.0)})
+		require.Equal(t, StatusRunning, res.Details.Status, res.Text())
+		id := res.Details.SessionID
+		defer mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
+		_, so, ok := strings.Cut(res.Text(), "\n\nOutput so far:\n")
+		require.True(t, ok, res.Text())
+		var last []string
+		for i := 11; i <= 30; i++ {
+			last = append(last, itoa(i))
+		}
+		assert.Equal(t, "[10 earlier lines not shown: process log offset 0 limit 10]\n"+strings.Join(last, "\n"), so)
+		log := mustProcess(t, sc, &ProcessRequest{Action: "log", SessionID: id, Offset: ptr(9), Limit: ptr(2)})
+		assert.Equal(t, "10\n11", log.Text())
+	})
+
+	t.Run("a pipe session's text keeps the whole tail", func(t *testing.T) {
+		res := mustExec(t, sc, &ExecRequest{Command: "seq 1 3000; exec sleep 30", YieldMs: ptr(5000.0)})
+		require.Equal(t, StatusRunning, res.Details.Status, res.Text())
+		defer mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: res.Details.SessionID})
+		assert.True(t, strings.HasSuffix(res.Text(), "\n\nOutput so far:\n"+strings.TrimSuffix(res.Details.Tail, "\n")), res.Text())
+	})
+}

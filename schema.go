@@ -65,7 +65,7 @@ func ToolDefinitions() []ToolDefinition {
 
 const execDescription = `Run a shell command on this machine (the shell's -c, so pipes, && and globs work).
 
-A command that finishes within the yield window (yieldMs, default 10000 ms) returns its output and exit code directly. A command still running then moves to the background and the call returns status "running" with a sessionId and the output so far; background: true moves it there at once. A background command keeps running after the call; follow up on it with the process tool.
+A command that finishes within the yield window (yieldMs, default 10000 ms) returns its output and exit code directly. A command still running then moves to the background and the call returns status "running" with a sessionId and the output so far (on a PTY, its last 20 lines); background: true moves it there at once. A background command keeps running after the call; follow up on it with the process tool.
 
 For long work such as builds, test suites or dev servers: start it once (background: true, or a short yieldMs) and continue with something else. When a background command ends you receive a system message with its exit status and last output, unless it succeeded without printing anything. To block until a specific event, call process wait once (an output line matching a pattern, a TCP port accepting connections, or the exit). Do not start the same command again to check on it, and do not poll or sleep in a loop.
 

@@ -89,6 +89,20 @@ func (s *Session) totalLinesLocked() int64 {
 	return s.out.page(nil, &none, 0).TotalLines
 }
 
+// SnapshotLines is Snapshot(tail) with the number of log lines printed so
+// far (an unfinished last line counts), read together: the tail's last line
+// is log line lines-1, so a text that shows part of it can name the log
+// offsets of the rest.
+func (s *Session) SnapshotLines(tail int) (sn Snapshot, lines int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sn = s.snapshotLocked()
+	if tail > 0 {
+		sn.Tail = s.out.agg.tail(tail)
+	}
+	return sn, s.totalLinesLocked()
+}
+
 // quietSinceLocked is how long no output has arrived, counted from from at
 // the earliest.
 func (s *Session) quietSinceLocked(from time.Time) time.Duration {
