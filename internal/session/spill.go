@@ -129,7 +129,7 @@ func (p *spill) flush() {
 		p.mu.Lock()
 		if p.state.Removed {
 			p.mu.Unlock()
-			_ = f.Close()          // Best effort: the session is gone.
+			_ = f.Close()           // Best effort: the session is gone.
 			_ = os.Remove(f.Name()) // Best effort, as above.
 			return
 		}
