@@ -24,6 +24,8 @@ type SpillSpec struct {
 // concurrent use.
 type SpillQuota struct {
 	used atomic.Int64
+	// bufs lends write queues, so an idle session holds none.
+	bufs sync.Pool
 }
 
 // take grants up to n bytes of a budget of max.
@@ -45,6 +47,22 @@ func (q *SpillQuota) give(n int64) { q.used.Add(-n) }
 // Used is the bytes the registry's spill files hold now.
 func (q *SpillQuota) Used() int64 { return q.used.Load() }
 
+func (q *SpillQuota) getBuf() []byte {
+	if b, ok := q.bufs.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, ReadChunk)
+}
+
+// putBuf takes back a queue; one that grew past maxQueue is left to the
+// collector.
+func (q *SpillQuota) putBuf(b []byte) {
+	if cap(b) > maxQueue {
+		return
+	}
+	q.bufs.Put(&b)
+}
+
 // Why a spill file stopped growing before the output ended.
 const (
 	SpillSessionQuota  = "session quota"
@@ -63,8 +81,8 @@ type SpillState struct {
 	Removed bool // the file was deleted
 }
 
-// maxSpare is the largest write buffer a spill keeps for reuse.
-const maxSpare = 256 << 10
+// maxQueue is the largest write queue lent again.
+const maxQueue = 4 * ReadChunk
 
 // spill copies a session's cleaned output to its file. The output is
 // queued under the session's lock, so the file has the same order as the
@@ -77,8 +95,7 @@ type spill struct {
 	prefix string // the file's name starts with it (the session id)
 
 	mu     sync.Mutex // guards the fields below
-	queued []byte
-	spare  []byte
+	queued []byte     // lent by the quota's pool while it holds output
 	state  SpillState
 	f      *os.File
 	done   bool // no more output will come (finish, remove or a stop)
@@ -100,6 +117,9 @@ func (p *spill) queue(text []byte) {
 	}
 	p.mu.Lock()
 	if !p.done {
+		if p.queued == nil {
+			p.queued = p.spec.Quota.getBuf()
+		}
 		p.queued = append(p.queued, text...)
 	}
 	p.mu.Unlock()
@@ -114,12 +134,12 @@ func (p *spill) flush() {
 	defer p.wmu.Unlock()
 	p.mu.Lock()
 	buf, f, written := p.queued, p.f, p.state.Bytes
-	p.queued, p.spare = p.spare[:0], nil
+	p.queued = nil
 	p.mu.Unlock()
-	if len(buf) == 0 {
-		p.keepSpare(buf)
+	if buf == nil {
 		return
 	}
+	defer p.spec.Quota.putBuf(buf)
 	if f == nil {
 		var err error
 		if f, err = os.CreateTemp(p.spec.Dir, p.prefix+"-*.out"); err != nil {
@@ -160,9 +180,7 @@ func (p *spill) flush() {
 	p.mu.Unlock()
 	if stop != "" {
 		p.stop(stop, f)
-		return
 	}
-	p.keepSpare(buf)
 }
 
 // stop records why the file stops growing and closes it.
@@ -178,17 +196,6 @@ func (p *spill) stop(why string, f *os.File) {
 	}
 }
 
-func (p *spill) keepSpare(buf []byte) {
-	if cap(buf) > maxSpare {
-		return
-	}
-	p.mu.Lock()
-	if p.spare == nil && !p.done {
-		p.spare = buf[:0]
-	}
-	p.mu.Unlock()
-}
-
 // finish writes the rest and closes the file once the readers are done.
 func (p *spill) finish() {
 	if p == nil {
@@ -199,7 +206,7 @@ func (p *spill) finish() {
 	defer p.wmu.Unlock()
 	p.mu.Lock()
 	f := p.f
-	p.done, p.f, p.spare = true, nil, nil
+	p.done, p.f = true, nil
 	p.mu.Unlock()
 	if f != nil {
 		_ = f.Close() // Best effort: the bytes are written.
@@ -219,7 +226,7 @@ func (p *spill) remove() {
 	}
 	f, path, n := p.f, p.state.Path, p.state.Bytes
 	p.state.Removed, p.done = true, true
-	p.f, p.queued, p.spare = nil, nil, nil
+	p.f, p.queued = nil, nil
 	p.mu.Unlock()
 	p.spec.Quota.give(n)
 	if f != nil {
