@@ -150,8 +150,8 @@ func (k *spillKeeper) close(sessions []*session.Session) {
 // incomplete file, outputFileIncomplete) and a last paragraph of the text.
 func (r *Registry) noteSpill(res *Result, s *session.Session, cut bool) {
 	st := s.Spill()
-	if !cut || !st.On || st.Removed || len(res.Content) == 0 {
-		return
+	if !cut || !st.On || st.Removed || (st.Path == "" && st.Stop == "") || len(res.Content) == 0 {
+		return // off, gone, or its first bytes are being written right now
 	}
 	d := &res.Details
 	d.OutputFile, d.OutputFileTruncated, d.OutputFileIncomplete = st.Path, ptr(st.Stop != ""), spillWhy(st.Stop, &r.cfg.spill)
