@@ -317,7 +317,7 @@
 // buffer dropped output, and every log page once the retention cap
 // dropped lines. Results whose text was not cut name nothing.
 //
-//	[The full output is in the file /var/tmp/bgexec/swift-otter-4012.out (30000 bytes). It is deleted with the session.]
+//	[The full output, with what this text leaves out, is in the file /var/tmp/bgexec/swift-otter-4012.out (30000 bytes). It is deleted with the session.]
 //
 // The file is deleted with its session: by remove (at once, even while
 // the command runs), clear, the TTL reaper, the cap on finished sessions

@@ -28,7 +28,7 @@ func ExampleConfig_spillDir() {
 	res, _ := reg.Scope("agent:main:main").Exec(ctx, &bgexec.ExecRequest{
 		Command: `i=0; while [ $i -lt 3000 ]; do printf 'line %04d\n' $i; i=$((i+1)); done`,
 	})
-	fmt.Println(strings.Contains(res.Text(), "[The full output is in the file "+res.Details.OutputFile))
+	fmt.Println(strings.Contains(res.Text(), "[The full output, with what this text leaves out, is in the file "+res.Details.OutputFile))
 	b, _ := os.ReadFile(res.Details.OutputFile)
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	fmt.Println(len(b), len(lines), lines[0], lines[len(lines)-1])

@@ -162,7 +162,7 @@ func (r *Registry) noteSpill(res *Result, s *session.Session, cut bool) {
 	case st.Stop != "":
 		line = fmt.Sprintf("[The output file %s is incomplete: it holds the first %d bytes of the output; %s.]", st.Path, st.Bytes, d.OutputFileIncomplete)
 	default:
-		line = fmt.Sprintf("[The full output is in the file %s (%d bytes).]", st.Path, st.Bytes)
+		line = fmt.Sprintf("[The full output, with what this text leaves out, is in the file %s (%d bytes).]", st.Path, st.Bytes)
 	}
 	if sn := s.Snapshot(0); sn.Ended && !sn.Backgrounded {
 		line = line[:len(line)-1] + " It is deleted in " + ttlWords(r.cfg.ttl) + ".]"

@@ -35,7 +35,7 @@ func requireSpilled(t *testing.T, res *Result, dir string, n int) string {
 	path := res.Details.OutputFile
 	require.NotEmpty(t, path, res.Text())
 	assert.Equal(t, dir, filepath.Dir(path))
-	assert.Contains(t, res.Text(), "[The full output is in the file "+path+" (")
+	assert.Contains(t, res.Text(), "[The full output, with what this text leaves out, is in the file "+path+" (")
 	require.NotNil(t, res.Details.OutputFileTruncated)
 	assert.False(t, *res.Details.OutputFileTruncated)
 	assert.Empty(t, res.Details.OutputFileIncomplete)
@@ -143,7 +143,7 @@ func TestSpillExec(t *testing.T) {
 		require.Contains(t, res.Details.Tail, "printed\n", "the flood ended within the yield window")
 		path := res.Details.OutputFile
 		require.NotEmpty(t, path, res.Text())
-		assert.Contains(t, res.Text(), "[The full output is in the file "+path+" (20008 bytes). It is deleted with the session.]")
+		assert.Contains(t, res.Text(), "[The full output, with what this text leaves out, is in the file "+path+" (20008 bytes). It is deleted with the session.]")
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, lineRun(0, 1999)+"\nprinted\n", string(b))
