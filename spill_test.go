@@ -172,6 +172,13 @@ func TestSpillProcess(t *testing.T) {
 		requireGone(t, path)
 		assert.Empty(t, spillFiles(t, dir))
 	})
+	t.Run("a wait whose text lost output names the file", func(t *testing.T) {
+		dir := t.TempDir()
+		reg := newTestRegistry(t, Config{SpillDir: dir, MaxOutputChars: 1000})
+		sc := reg.Scope("a")
+		id := startBackground(t, sc, &ExecRequest{Command: numberedLines(2000)})
+		requireSpilled(t, waitExit(t, sc, id), dir, 2000)
+	})
 	t.Run("removing a running session deletes its file at once", func(t *testing.T) {
 		dir := t.TempDir()
 		reg := newTestRegistry(t, Config{SpillDir: dir, MaxOutputChars: 1000})

@@ -1,14 +1,19 @@
+//go:build linux
+
 package session
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 func newTestSpill(t *testing.T, maxBytes, quotaBytes int64) (*spill, *SpillQuota, string) {
@@ -125,4 +130,80 @@ func TestSpillFile(t *testing.T) {
 		b.remove()
 		assert.Zero(t, q.Used())
 	})
+}
+
+// A spill write that cannot finish (a disk that hangs) holds up only the
+// reader that makes it: the session's lock is free, so a poll, a log or a
+// kill still answer, and the output read before is already in them.
+func TestSpillSlowDiskHoldsNoLock(t *testing.T) {
+	q := &SpillQuota{}
+	s, f, _, ended := start(t, Options{ID: "slow", Spill: &SpillSpec{Dir: t.TempDir(), MaxBytes: 1 << 30, Quota: q, QuotaBytes: 1 << 30}})
+	_, err := f.out.Write([]byte("first\n"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return s.Spill().Bytes == 6 }, 10*time.Second, time.Millisecond)
+
+	// The "disk" is now a pipe nobody reads: a write past its capacity waits.
+	pr, pw, err := os.Pipe()
+	require.NoError(t, err)
+	defer pr.Close()
+	p := s.spill
+	p.mu.Lock()
+	real := p.f
+	p.f = pw
+	p.mu.Unlock()
+	require.NoError(t, real.Close())
+
+	const flood = 200 << 10
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := f.out.Write([]byte(strings.Repeat("x", flood-1) + "\n"))
+		wrote <- err
+	}()
+	rc, err := pr.SyscallConn()
+	require.NoError(t, err)
+	size := 0
+	require.NoError(t, rc.Control(func(fd uintptr) {
+		_, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 4096) // Best effort: the size is read back.
+		size, err = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0)
+	}))
+	require.NoError(t, err)
+	require.Less(t, size, flood)
+	pending := func() int {
+		n := 0
+		_ = rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+		return n
+	}
+	require.Eventually(t, func() bool { return pending() == size }, 10*time.Second, time.Millisecond, "the spill write fills the pipe and waits")
+
+	answered := make(chan string, 1)
+	go func() {
+		agg, _ := s.Aggregated()
+		_ = s.Spill()
+		answered <- agg
+	}()
+	select {
+	case agg := <-answered:
+		assert.GreaterOrEqual(t, strings.Count(agg, "x"), size, "what was read is in the log already")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session's lock is held during a spill write")
+	}
+
+	// The disk recovers: everything reaches the file, and the session ends.
+	got := make(chan int, 1)
+	go func() {
+		b, _ := io.ReadAll(pr)
+		got <- len(b)
+	}()
+	require.NoError(t, <-wrote)
+	f.exit(0)
+	<-ended
+	select {
+	case n := <-got:
+		assert.Equal(t, flood, n)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the spill file was not closed at the end")
+	}
+	assert.Equal(t, int64(6+flood), s.Spill().Bytes)
+	s.RemoveSpill()
+	assert.Zero(t, q.Used())
 }
