@@ -385,6 +385,7 @@ func (sc *Scope) run(ctx context.Context, s *session.Session, background bool, y
 		s.ForceKill(session.ReasonKilled)
 		<-s.Done()
 		sc.reg.forget(s)
+		s.RemoveSpill() // no result names it
 		return nil, fmt.Errorf("bgexec: exec: %w", ctx.Err())
 	}
 	sc.reg.forget(s)
