@@ -133,6 +133,32 @@ func TestSpillExec(t *testing.T) {
 		assert.NotContains(t, res.Text(), "full output")
 		assert.Empty(t, spillFiles(t, dir))
 	})
+	t.Run("an exec its context ends leaves no file", func(t *testing.T) {
+		dir := t.TempDir()
+		reg := newTestRegistry(t, Config{SpillDir: dir, MaxOutputChars: 1000})
+		sc := reg.Scope("a")
+		ctx, cancel := context.WithCancel(testCtx(t))
+		defer cancel()
+		go func() {
+			// Cancel once the whole flood is in the file (so the text was cut).
+			full := func() bool {
+				ents, _ := os.ReadDir(dir)
+				for _, e := range ents {
+					if fi, err := e.Info(); err == nil && fi.Size() == 20000 {
+						return true
+					}
+				}
+				return false
+			}
+			for ctx.Err() == nil && !full() {
+				time.Sleep(10 * time.Millisecond)
+			}
+			cancel()
+		}()
+		_, err := sc.Exec(ctx, &ExecRequest{Command: numberedLines(2000) + "; exec sleep 60"})
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Empty(t, spillFiles(t, dir))
+	})
 	t.Run("a cut running result names the file", func(t *testing.T) {
 		dir := t.TempDir()
 		reg := newTestRegistry(t, Config{SpillDir: dir, MaxOutputChars: 1000})
