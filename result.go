@@ -179,9 +179,11 @@ type Details struct {
 	// OutputFile is the spill file that holds the session's whole output
 	// (Config.SpillDir), named on exec, poll, wait and log results whose
 	// text was cut; "" elsewhere, and when the file could not be created.
-	// OutputFileTruncated reports whether that file stopped growing before
-	// the output did, and OutputFileIncomplete says why (a quota, or the
-	// error writing it met); both are set only beside a named file.
+	// On those results OutputFileTruncated reports whether the file
+	// stopped growing before the output did (true, with OutputFile "",
+	// when it could not be created), and OutputFileIncomplete says why:
+	// a quota, or the error creating or writing it met. Both are unset
+	// on every other result.
 	OutputFile           string `json:"outputFile,omitzero"`
 	OutputFileTruncated  *bool  `json:"outputFileTruncated,omitzero"`
 	OutputFileIncomplete string `json:"outputFileIncomplete,omitzero"`
