@@ -287,6 +287,23 @@ type Config struct {
 	// whose execs start fresh. Default false. See the package
 	// documentation's "Shell conveniences".
 	KeepShellState bool
+	// SpillDir, when set, is a writable directory where each session's
+	// whole output (the cleaned text log shows) is copied to a file as it
+	// arrives, so a result whose text was cut can name the file that
+	// still holds all of it. The file is deleted with the session (see
+	// the package documentation's "Full output in a file"). Default ""
+	// (off). NewRegistry fails when it is not a writable directory.
+	SpillDir string
+	// SpillMaxBytesPerSession caps each session's spill file, in bytes;
+	// past it the file stops growing and results say it is incomplete.
+	// Zero means DefaultSpillMaxBytesPerSession (64 MiB); a negative value
+	// makes NewRegistry fail. Used only with SpillDir.
+	SpillMaxBytesPerSession int64
+	// SpillMaxBytes caps the spill files of all the registry's sessions
+	// together, in bytes; past it they stop growing, like at the
+	// per-session cap. Zero means DefaultSpillMaxBytes (512 MiB); a
+	// negative value makes NewRegistry fail. Used only with SpillDir.
+	SpillMaxBytes int64
 }
 
 // Defaults of the input-wait hint and of deferred approvals.

@@ -309,6 +309,46 @@
 // any POSIX sh, and in the sandbox, whose paths are the host's. On nodes
 // (Host "node") the state is not kept: each exec starts fresh.
 //
+// Full output in a file. With Config.SpillDir, each session's whole
+// output, the cleaned text log shows (escape sequences removed, a PTY's
+// CRLF as LF, both streams in arrival order), is copied as it arrives to
+// a file of its own in that directory (mode 0600, named after the session
+// id). A result whose text was cut names that file in a last paragraph
+// and in details.outputFile: an exec result (finished or running) when
+// the retention cap dropped output, a poll or wait result whose poll
+// buffer dropped output, and every log page once the retention cap
+// dropped lines. Results whose text was not cut name nothing.
+//
+//	[The full output, with what this text leaves out, is in the file /var/tmp/bgexec/swift-otter-4012.out (30000 bytes). It is deleted with the session.]
+//
+// The file is deleted with its session: by remove (at once, even while
+// the command runs), clear, the TTL reaper, the cap on finished sessions
+// per scope, and Close. A foreground exec's session is forgotten as the
+// exec returns, so the file its result named is kept for the job TTL
+// (Config.JobTTLMs) and deleted then, or at Close; the file of a
+// foreground run whose text was not cut is deleted at once. Files of a
+// process that dies without Close stay: use a directory of your own.
+//
+// Each file holds at most Config.SpillMaxBytesPerSession bytes (64 MiB by
+// default), and the registry's files together at most
+// Config.SpillMaxBytes (512 MiB by default; a deleted file's bytes are
+// free again). At a quota, or when creating or writing the file fails (a
+// full disk, the directory removed), the file stops growing, the session
+// runs on, and a result that names the file says it is incomplete, with
+// details.outputFileTruncated true and details.outputFileIncomplete the
+// reason:
+//
+//	[The output file /var/tmp/bgexec/swift-otter-4012.out is incomplete: it holds the first 5000 bytes of the output; the per-session spill quota (5000 bytes) was reached.]
+//
+// The output is written by the goroutine that read it, after the
+// session's lock is released: a slow disk slows that reader, and through
+// the full pipe the command (as tee would), never a poll, a log or a
+// kill, and at most what the other stream read meanwhile waits in
+// memory. Use a local directory: Close waits for a write in progress.
+// The file is on the machine that runs bgexec, for sandbox and node
+// sessions too; a sandboxed command reads it only where the sandbox
+// exposes SpillDir.
+//
 // # PTY versus pipes
 //
 // Pipe sessions (the default) have separate stdout and stderr; stdin is

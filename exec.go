@@ -324,6 +324,7 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		PendingChars:       st.pendingChars,
 		HeadChars:          st.headChars,
 		SplitStreams:       split,
+		Spill:              sc.reg.spillSpec(),
 		Background:         background,
 		NotifyOnExit:       st.notifyOnExit && (st.notifier != nil || st.notices),
 		NotifyEmptySuccess: st.notifyEmpty,
@@ -367,7 +368,7 @@ func (sc *Scope) run(ctx context.Context, s *session.Session, background bool, y
 	// exit, however early, makes it a foreground run: it always returns
 	// "running", and its end is reported like any other.
 	if background {
-		return runningResult(s, warnings), nil
+		return sc.reg.withSpill(runningResult(s, warnings), s), nil
 	}
 	var yieldC <-chan time.Time
 	if !synchronous {
@@ -381,17 +382,18 @@ func (sc *Scope) run(ctx context.Context, s *session.Session, background bool, y
 		// The shell exited, but processes it started run on (`server &`):
 		// they are kept as a background session, reported at once.
 		if s.Background() {
-			return leftBehindResult(s, warnings), nil
+			return sc.reg.withSpill(leftBehindResult(s, warnings), s), nil
 		}
 	case <-yieldC:
 		if s.Background() {
-			return runningResult(s, warnings), nil
+			return sc.reg.withSpill(runningResult(s, warnings), s), nil
 		}
 		// It ended while the window closed: report it in the foreground.
 	case <-ctx.Done():
 		s.ForceKill(session.ReasonKilled)
 		<-s.Done()
 		sc.reg.forget(s)
+		s.RemoveSpill() // no result names it
 		return nil, fmt.Errorf("bgexec: exec: %w", ctx.Err())
 	}
 	sc.reg.forget(s)
@@ -400,7 +402,7 @@ func (sc *Scope) run(ctx context.Context, s *session.Session, background bool, y
 		// reach it.
 		warnings = append(warnings, "Warning: when the shell exited, "+leftoverList(rest, true)+"; it was stopped, because background execution is disabled here.")
 	}
-	return finishedResult(s, warnings), nil
+	return sc.reg.withSpill(finishedResult(s, warnings), s), nil
 }
 
 // runningResult is the result of a backgrounded session. Its text shows

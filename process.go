@@ -326,6 +326,7 @@ func (sc *Scope) poll(ctx context.Context, s *session.Session, req *ProcessReque
 		text += "\n" + sc.reg.cfg.cappedNote("timeout", asked, "poll again to keep waiting.")
 	}
 	res := textResult(s.WithHint(text), d)
+	sc.reg.noteSpill(res, s, dr.Loss != session.LostNothing)
 	res.tookDrain(s, &dr)
 	return res, nil
 }
@@ -394,7 +395,9 @@ func (sc *Scope) log(_ context.Context, s *session.Session, req *ProcessRequest)
 			text += "\n\n" + in.line()
 		}
 	}
-	return textResult(text, d), nil
+	res := textResult(text, d)
+	sc.reg.noteSpill(res, s, p.Truncated)
+	return res, nil
 }
 
 // titleOf is a session's title for details.title, nil when it has none.
@@ -574,5 +577,6 @@ func (sc *Scope) remove(_ context.Context, s *session.Session, _ *ProcessRequest
 	if !s.Remove() {
 		sc.reg.forget(s)
 	}
+	s.RemoveSpill() // now, not when the kill completes
 	return textResult("Removed session "+s.ID()+".", Details{Status: StatusCompleted, SessionID: s.ID()}), nil
 }

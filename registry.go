@@ -26,6 +26,7 @@ type Registry struct {
 	env    envpolicy.Policy
 	allow  *allowlist.Checker // the allowlist, parsed per call
 	shells shellStates        // each scope's shell state (Config.KeepShellState)
+	spills spillKeeper        // spill quota and kept files (Config.SpillDir)
 	chunks session.ChunkPool
 	spawn  func(*spawnSpec) (*spawned, error) // spawnContained; tests substitute fakes
 
@@ -250,6 +251,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	// (SIGKILL) to every child it forked, which would cut the grace period.
 	close(r.stop)
 	r.goroutines.Wait()
+	r.spills.close(running)
 	r.watchdog.close()
 	if r.cgroups != nil {
 		_ = r.cgroups.remove()
@@ -389,6 +391,7 @@ func (r *Registry) forget(s *session.Session) {
 		r.retired = make(map[string]struct{})
 	}
 	r.dropNoticeLocked(s)
+	r.releaseSpill(s)
 	r.retired[id] = struct{}{}
 	r.retiredQ = append(r.retiredQ, id)
 	if len(r.retiredQ) > maxRetiredIDs {
@@ -525,6 +528,7 @@ func (r *Registry) sweep() {
 			next = min(next, dirtyRetry)
 		}
 		r.limits.retryDirty()
+		next = min(next, r.spills.reap(time.Now()))
 		if r.enforceOutputBudget() {
 			next = min(next, budgetRecheck)
 		}

@@ -189,6 +189,17 @@ type Details struct {
 	// that the environment rules keep from carrying to the scope's next
 	// exec (Config.KeepShellState); its text ends with a note naming them.
 	NotCarried []string `json:"notCarried,omitzero"`
+	// OutputFile is the spill file that holds the session's whole output
+	// (Config.SpillDir), named on exec, poll, wait and log results whose
+	// text was cut; "" elsewhere, and when the file could not be created.
+	// On those results OutputFileTruncated reports whether the file
+	// stopped growing before the output did (true, with OutputFile "",
+	// when it could not be created), and OutputFileIncomplete says why:
+	// a quota, or the error creating or writing it met. Both are unset
+	// on every other result.
+	OutputFile           string `json:"outputFile,omitzero"`
+	OutputFileTruncated  *bool  `json:"outputFileTruncated,omitzero"`
+	OutputFileIncomplete string `json:"outputFileIncomplete,omitzero"`
 
 	// execEnd marks a completed or failed exec result, whose JSON always
 	// carries exitCode and aggregated.

@@ -13,6 +13,7 @@ type shellOpts struct {
 	defaultEnv []string // NonInteractiveEnv() with NonInteractive; else nil
 	headChars  int      // head-tail: the head buffer's size; 0 with "tail"
 	keepState  bool     // KeepShellState, on hosts that support it
+	spill      spillOpts
 }
 
 func resolveShellOpts(c *Config) (shellOpts, error) {
@@ -29,6 +30,10 @@ func resolveShellOpts(c *Config) (shellOpts, error) {
 		return o, fmt.Errorf("bgexec: Config.Truncation %q: use \"tail\" or \"head-tail\"", c.Truncation)
 	}
 	o.keepState = c.KeepShellState
+	var err error
+	if o.spill, err = resolveSpill(c); err != nil {
+		return o, err
+	}
 	if c.NonInteractive {
 		o.defaultEnv = NonInteractiveEnv()
 	}

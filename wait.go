@@ -101,6 +101,7 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 		body = "(no new output)"
 	}
 	res := textResult(head+"\n\n"+cutBody(body, &w.Drained)+"\n\n"+end, d)
+	sc.reg.noteSpill(res, s, w.Loss != session.LostNothing)
 	res.tookDrain(s, &w.Drained) // given back if it never reaches the model
 	return res, nil
 }

@@ -59,6 +59,8 @@ type fileConfig struct {
 	Limits      limitsConfig `json:"limits"`
 	Quotas      quotasConfig `json:"quotas"`
 	Containment string       `json:"containment"`
+	// Output.
+	SpillDir string `json:"spillDir"`
 }
 
 type sandboxConfig struct {
@@ -171,6 +173,7 @@ func bindFlags(fs *flag.FlagSet, c *fileConfig, configFile *string) {
 	fs.Float64Var(&c.Quotas.MaxTimeoutSec, "max-timeout-sec", c.Quotas.MaxTimeoutSec, "longest run of any command in `seconds`; 0 means bgexec's default (key quotas.maxTimeoutSec)")
 	fs.Int64Var(&c.Quotas.MaxOutputBytes, "max-output-bytes", c.Quotas.MaxOutputBytes, "most output a command may print in `bytes`; 0 means bgexec's default (key quotas.maxOutputBytes)")
 	fs.StringVar(&c.Containment, "containment", c.Containment, "auto, off or required: whether limits need cgroups (key containment)")
+	fs.StringVar(&c.SpillDir, "spill-dir", c.SpillDir, "copy each command's whole output to a file in this `dir`, named by results whose text was cut; deleted with the session (key spillDir; default off)")
 }
 
 // loadFile reads a JSON configuration file over c. Unknown keys are
@@ -378,6 +381,7 @@ func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*se
 		cfg.Containment = bgexec.ContainmentRequired
 	}
 	cfg.ExitNoticesInResults = c.ExitNotices
+	cfg.SpillDir = c.SpillDir
 	cfg.MaxCallWaitMs = c.MaxCallMs
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -158,9 +158,11 @@ const maxCommandChars = 500
 // leaves out, because the text already holds them (error is a failure's
 // text, followUp the running text's follow-up line, stdout and stderr the
 // output the text shows merged, notCarried the text's note on variables
-// shell state did not carry).
+// shell state did not carry, the output file's fields the text's note
+// naming the file).
 func droppedDetails() []string {
-	return []string{"aggregated", "tail", "matched", "error", "followUp", "stdout", "stderr", "notCarried"}
+	return []string{"aggregated", "tail", "matched", "error", "followUp", "stdout", "stderr", "notCarried",
+		"outputFile", "outputFileTruncated", "outputFileIncomplete"}
 }
 
 // outputOf is the structured content of a result whose text is text.

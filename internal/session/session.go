@@ -138,6 +138,8 @@ type Options struct {
 	Cols, Rows int
 	// Title is the caller's short statement of the command's purpose ("" for none).
 	Title string
+	// Spill, when set, copies the whole output to a file (see [SpillSpec]).
+	Spill *SpillSpec
 
 	Proc    Process
 	Outputs []io.Reader // stdout, stderr; or the PTY master alone
@@ -211,6 +213,8 @@ type Session struct {
 	inputOpen bool      // no screen, poll or wait has read since
 
 	hinted atomic.Bool // ReadOnlyHint was handed out
+
+	spill *spill // the spill file (Options.Spill); nil without one
 }
 
 // New returns a session that is not started yet.
@@ -225,6 +229,7 @@ func New(o Options) *Session {
 		changed:      make(chan struct{}),
 		leftBehind:   make(chan struct{}),
 		lastOutput:   o.StartedAt,
+		spill:        newSpill(o.Spill, o.ID),
 	}
 	if !o.PTY {
 		s.cursorMode = keys.CursorNormal
@@ -362,6 +367,7 @@ func (s *Session) ingest(id streamID, text []byte, n, raw int, ev termtext.Event
 		s.lastOutput = time.Now()
 	}
 	s.out.add(id, text, n)
+	s.spill.queue(text)
 	if s.opts.PTY {
 		switch {
 		case ev.CursorMode > 0:
@@ -387,6 +393,7 @@ func (s *Session) ingest(id streamID, text []byte, n, raw int, ev termtext.Event
 		s.broadcastLocked()
 	}
 	s.mu.Unlock()
+	s.spill.flush() // outside the lock: a slow disk never holds up a poll
 }
 
 // ReplyWriter is an optional interface of a session's stdin whose writes
@@ -440,6 +447,7 @@ func (s *Session) run(readers *readerCount) {
 	_ = p.SignalGroup(syscall.SIGKILL) // failures surface through Release
 	ws, err := p.Reap()
 	s.drain(readers)
+	s.spill.finish()
 	if s.term != nil {
 		s.term.close() // nothing feeds it any more
 	}
