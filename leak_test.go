@@ -240,11 +240,32 @@ func leakSession(ctx context.Context, reg *Registry, sc *Scope, way endWay, pty,
 			}
 		}
 	case endKill:
+		s := sessionOf(reg, id)
+		if s == nil {
+			return fmt.Errorf("session %s is not registered", id)
+		}
 		k, err := sc.Process(ctx, &ProcessRequest{Action: "kill", SessionID: id})
 		if err != nil {
 			return err
 		}
-		if k.Text() != "Killed session "+id+"." || k.Details.ExitReason != ExitReasonKilled {
+		// A kill answers with the end when it came within the grace period,
+		// the drain timeout and a second; a loaded machine may take longer
+		// to end a process that ignores SIGTERM, and the documented answer
+		// is then "Termination requested". Either way the end must follow,
+		// as a kill.
+		switch k.Text() {
+		case "Killed session " + id + ".":
+			if k.Details.ExitReason != ExitReasonKilled {
+				return fmt.Errorf("kill: %+v %q", k.Details, k.Text())
+			}
+		case "Termination requested for session " + id + ".":
+			if err := awaitEnd(ctx, s); err != nil {
+				return err
+			}
+			if reason := reasonOf(s.Snapshot(0).Exit.Reason); reason != ExitReasonKilled {
+				return fmt.Errorf("killed session ended with reason %q", reason)
+			}
+		default:
 			return fmt.Errorf("kill: %+v %q", k.Details, k.Text())
 		}
 	case endRemove:
