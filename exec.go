@@ -188,15 +188,21 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	if warn != "" {
 		warnings = append(warnings, warn)
 	}
-	if refusal, err := sc.checkPolicy(ctx, req, cwd); err != nil || refusal != "" {
+	call := newCallID()
+	if refusal, v, err := sc.checkPolicy(ctx, req, cwd); err != nil || refusal != "" {
 		if errors.Is(err, ErrApprovalDeferred) {
 			_, areq := sc.policyGate(req, cwd)
-			return sc.deferExec(req, areq), nil
+			res := sc.deferExec(req, areq)
+			sc.observeDecision(ctx, call, req, cwd, v, res.Details.ApprovalID)
+			return res, nil
 		}
+		sc.observeDecision(ctx, call, req, cwd, v, "")
 		if err != nil {
 			return nil, err
 		}
 		return execFailure(refusal), nil
+	} else if msg := sc.observeDecision(ctx, call, req, cwd, v, ""); msg != "" {
+		return execFailure(msg), nil
 	}
 	synchronous := st.backgroundOff
 	if synchronous && (req.YieldMs != nil || req.Background) {
@@ -281,6 +287,12 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		sc.reg.spawnDone()
 		return execFailure(refusal), nil
 	}
+	obs, msg := sc.observeSpawn(ctx, call, req, spec, node, cwd)
+	if msg != "" {
+		sc.reg.quota.give(sc.key)
+		sc.reg.spawnDone()
+		return execFailure(msg), nil
+	}
 	start := time.Now()
 	sp, err := sc.reg.spawn(spec)
 	if err != nil && req.PTY && node == nil {
@@ -291,6 +303,7 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	if err != nil {
 		sc.reg.quota.give(sc.key)
 		sc.reg.spawnDone()
+		obs.spawnFailed(start)
 		return spawnFailure(warnings, err, cwd, start), nil
 	}
 	if sp.cwd != "" {
@@ -299,6 +312,7 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	warnings = append(warnings, sp.warnings...)
 	background := req.Background && !synchronous
 	s := sc.reg.add(session.Options{
+		ID:                 obs.id,
 		Scope:              sc.key,
 		Command:            req.Command,
 		Name:               deriveName(req.Command),

@@ -71,6 +71,9 @@ type Registry struct {
 	notices map[string][]*session.Session
 
 	approvals approvalBook // deferred approvals and allow-always rules
+
+	obs      *observerQueue      // Config.Observer's queue; nil without one
+	reserved map[string]struct{} // session ids picked for spawn events, not added yet
 }
 
 // NewRegistry returns a registry configured by cfg (zero Config = the
@@ -141,6 +144,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		limits:    lim,
 	}
 	r.spawn = r.spawnContained
+	r.obs = startObserver(&st.observer)
 	r.approvals.rules = rules
 	lim.kick = func() { kick(r.sweepKick) }
 	if len(st.nodes) > 0 {
@@ -246,6 +250,10 @@ func (r *Registry) Close(ctx context.Context) error {
 	// (SIGKILL) to every child it forked, which would cut the grace period.
 	close(r.stop)
 	r.goroutines.Wait()
+	// Every session has ended and sent its end event: deliver the rest.
+	if oerr := r.obs.close(ctx); oerr != nil {
+		err = oerr
+	}
 	r.watchdog.close()
 	if r.cgroups != nil {
 		_ = r.cgroups.remove()
@@ -339,11 +347,11 @@ func (r *Registry) spawnDone() { r.spawns.Done() }
 func (r *Registry) add(o session.Options) *session.Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	o.ID = newSlug(func(id string) bool {
-		_, live := r.sessions[id]
-		_, old := r.retired[id]
-		return live || old
-	})
+	if o.ID == "" {
+		o.ID = r.freshIDLocked()
+	} else {
+		delete(r.reserved, o.ID) // reserved by observeSpawn
+	}
 	o.Pool, o.Goroutines, o.Ended = &r.chunks, &r.goroutines, r.sessionEnded
 	s := session.New(o)
 	r.sessions[o.ID] = s
@@ -354,6 +362,16 @@ func (r *Registry) add(o session.Options) *session.Session {
 	}
 	scope[o.ID] = s
 	return s
+}
+
+// freshIDLocked picks an id no session has, had or was reserved.
+func (r *Registry) freshIDLocked() string {
+	return newSlug(func(id string) bool {
+		_, live := r.sessions[id]
+		_, old := r.retired[id]
+		_, taken := r.reserved[id]
+		return live || old || taken
+	})
 }
 
 // maxRetiredIDs bounds how many ids of forgotten sessions are kept from
@@ -447,6 +465,7 @@ func (r *Registry) list(scope string) []listed {
 // expiry and, when it is due, its exit event.
 func (r *Registry) sessionEnded(s *session.Session) {
 	r.quota.give(s.Scope())
+	r.observeEnd(s)
 	sn := s.Snapshot(0)
 	switch {
 	case sn.Removed:
