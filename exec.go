@@ -280,18 +280,20 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		hint = p.readOnlyHint(cwd, spec.sandboxReadOnly)
 	}
 
+	// The spawn event goes before admit: Close never waits for an
+	// observer that ObserverRequired makes this call wait for.
+	obs, msg := sc.observeSpawn(ctx, call, req, spec, node, cwd)
+	if msg != "" {
+		return execFailure(msg), nil
+	}
 	if err := sc.reg.admit(); err != nil {
+		obs.spawnFailed(time.Now())
 		return nil, err
 	}
 	if refusal := sc.reg.takeSlot(sc.key); refusal != "" {
 		sc.reg.spawnDone()
+		obs.spawnFailed(time.Now())
 		return execFailure(refusal), nil
-	}
-	obs, msg := sc.observeSpawn(ctx, call, req, spec, node, cwd)
-	if msg != "" {
-		sc.reg.quota.give(sc.key)
-		sc.reg.spawnDone()
-		return execFailure(msg), nil
 	}
 	start := time.Now()
 	sp, err := sc.reg.spawn(spec)

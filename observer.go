@@ -21,8 +21,9 @@ type EventKind string
 // The kinds of [Event].
 const (
 	// EventSpawn: a command is about to start (sent before the process
-	// exists, so a session id it names may never run when the spawn
-	// fails; its end event then says "spawn-error").
+	// exists, so the session it names may never run: when the spawn
+	// fails, a quota refuses it or the registry closes first, its end
+	// event says "spawn-error").
 	EventSpawn EventKind = "spawn"
 	// EventDecision: the approval rules decided an exec call (or
 	// [Scope.Decide] or the approval timeout decided a deferred one).
@@ -252,6 +253,9 @@ type observerQueue struct {
 	// delivered.
 	abandoned bool
 	calling   bool
+	// quit is closed when Close stops waiting for the goroutine: a call
+	// waiting for its event's delivery stops waiting then.
+	quit chan struct{}
 
 	kick chan struct{}
 	stop chan struct{}
@@ -265,7 +269,7 @@ func startObserver(st *observerSettings) *observerQueue {
 	}
 	q := &observerQueue{
 		obs: st.observer, settings: *st,
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), quit: make(chan struct{}),
 	}
 	go func() {
 		defer close(q.done)
@@ -406,6 +410,7 @@ func (q *observerQueue) close(ctx context.Context) error {
 	q.abandoned = true
 	calling := q.calling
 	q.mu.Unlock()
+	close(q.quit)
 	if calling {
 		return ctx.Err()
 	}
@@ -445,6 +450,8 @@ func (r *Registry) observeChecked(ctx context.Context, ev Event) string {
 	case err = <-ack:
 	case <-ctx.Done():
 		err = fmt.Errorf("it did not confirm the %s event before the call's context ended", ev.Kind)
+	case <-r.obs.quit:
+		err = errObserverStopped
 	}
 	if err == nil {
 		return ""

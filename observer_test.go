@@ -23,8 +23,10 @@ type evRecorder struct {
 	mu     sync.Mutex
 	events []Event
 	kick   chan struct{}
-	// gate, when set, holds every Observe until it is closed.
-	gate chan struct{}
+	// gate, when set, holds every Observe until it is closed; entered,
+	// when set, hears of each call as it begins.
+	gate    chan struct{}
+	entered chan struct{}
 	// fail, when set, makes ObserveErr fail for the kinds it returns true for.
 	fail func(EventKind) bool
 }
@@ -34,6 +36,12 @@ func newEvRecorder() *evRecorder { return &evRecorder{kick: make(chan struct{}, 
 func (r *evRecorder) Observe(ev Event) { _ = r.ObserveErr(ev) }
 
 func (r *evRecorder) ObserveErr(ev Event) error {
+	if r.entered != nil {
+		select {
+		case r.entered <- struct{}{}:
+		default:
+		}
+	}
 	if r.gate != nil {
 		<-r.gate
 	}
@@ -486,5 +494,43 @@ func TestAuditLogRequiredWriteFailure(t *testing.T) {
 	res := mustExec(t, reg.Scope("agent:f"), &ExecRequest{Command: "touch " + marker})
 	require.True(t, res.IsError, res.Text())
 	assert.Contains(t, res.Text(), "file already closed")
+	assert.NoFileExists(t, marker)
+}
+
+// TestObserverRequiredStuckObserverClose: an exec waiting for a required
+// observer that never returns does not hold Close, and Close's deadline
+// releases the exec, which spawns nothing.
+func TestObserverRequiredStuckObserverClose(t *testing.T) {
+	rec := newEvRecorder()
+	rec.gate, rec.entered = make(chan struct{}), make(chan struct{}, 1)
+	defer close(rec.gate) // lets the abandoned delivery finish for goleak
+	reg, err := NewRegistry(sandboxed(Config{Observer: rec, ObserverRequired: true}))
+	require.NoError(t, err)
+	marker := filepath.Join(t.TempDir(), "ran")
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := reg.Scope("agent:stuck").Exec(context.Background(), &ExecRequest{Command: "touch " + marker})
+		done <- outcome{res, err}
+	}()
+	select {
+	case <-rec.entered: // the exec's decision event is in the observer
+	case <-time.After(20 * time.Second):
+		t.Fatal("the observer was never called")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, reg.Close(ctx), context.DeadlineExceeded, "the observer is still in a call")
+	select {
+	case o := <-done:
+		require.NoError(t, o.err)
+		require.True(t, o.res.IsError, o.res.Text())
+		assert.Contains(t, o.res.Text(), "registry is closing")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the exec still waits for the observer after Close gave up on it")
+	}
 	assert.NoFileExists(t, marker)
 }
