@@ -493,6 +493,10 @@ func (sc *Scope) observeDecision(ctx context.Context, call string, req *ExecRequ
 	if sc.reg.obs == nil || v.decision == "" {
 		return ""
 	}
+	if approvalID == "" && v.by == DecidedByDecide {
+		// checkPolicy's reason is "<approval id> <decision>".
+		approvalID, v.reason, _ = strings.Cut(v.reason, " ")
+	}
 	ev := Event{
 		Kind: EventDecision, Scope: sc.key, CallID: call, ApprovalID: approvalID,
 		Command: req.Command, Workdir: cwd, Decision: v.decision, DecidedBy: v.by, Reason: v.reason,

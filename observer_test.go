@@ -241,7 +241,8 @@ func TestObserverDeferredApprovalDecided(t *testing.T) {
 	require.Equal(t, StatusApprovalPending, res.Details.Status, res.Text())
 	require.NoError(t, sc.Decide(testCtx(t), res.Details.ApprovalID, DecisionDeny))
 	res = mustExec(t, sc, &ExecRequest{Command: helper("echo", "again")})
-	require.NoError(t, sc.Decide(testCtx(t), res.Details.ApprovalID, DecisionAllowOnce))
+	second := res.Details.ApprovalID
+	require.NoError(t, sc.Decide(testCtx(t), second, DecisionAllowOnce))
 	evs := rec.await(t, "the approved run's end", func(evs []Event) bool {
 		return slices.ContainsFunc(evs, func(e Event) bool { return e.Kind == EventEnd })
 	})
@@ -254,6 +255,12 @@ func TestObserverDeferredApprovalDecided(t *testing.T) {
 	assert.Equal(t, []string{"pending by approver", "denied by decide", "pending by approver", "approved by decide"}, got)
 	first := evs[find(evs, func(e Event) bool { return e.Kind == EventDecision })]
 	assert.NotEmpty(t, first.ApprovalID, "a pending decision names its approval")
+	last := evs[find(evs, func(e Event) bool { return e.Kind == EventDecision && e.Decision == DecisionApproved })]
+	assert.Equal(t, second, last.ApprovalID)
+	assert.Equal(t, DecisionAllowOnce, last.Reason)
+	sp := find(evs, func(e Event) bool { return e.Kind == EventSpawn })
+	require.GreaterOrEqual(t, sp, 0)
+	assert.Equal(t, last.CallID, evs[sp].CallID, "the approved run's spawn follows its decision")
 }
 
 func TestObserverStdinWrite(t *testing.T) {

@@ -117,6 +117,7 @@ type Observer struct {
 
 	mu        sync.Mutex              // guards the maps
 	spans     map[string]trace.Span   // by session id, until the end
+	counted   map[string]struct{}     // sessions bgexec.sessions.running counts
 	decisions map[string]bgexec.Event // by call id, until the spawn
 	order     []string                // call ids in decisions, oldest first
 }
@@ -139,7 +140,7 @@ func NewObserver(opts ...Option) bgexec.Observer {
 	m := c.mp.Meter(ScopeName)
 	o := &Observer{
 		tracer: c.tp.Tracer(ScopeName), traceParent: c.traceParent,
-		spans: make(map[string]trace.Span), decisions: make(map[string]bgexec.Event),
+		spans: make(map[string]trace.Span), decisions: make(map[string]bgexec.Event), counted: make(map[string]struct{}),
 	}
 	var err error
 	if o.running, err = m.Int64UpDownCounter("bgexec.sessions.running", metric.WithUnit("{session}"), metric.WithDescription("Sessions running")); err != nil {
@@ -212,6 +213,9 @@ func (o *Observer) Observe(ev bgexec.Event) {
 			span.AddEvent("bgexec.decision", trace.WithTimestamp(d.Time), trace.WithAttributes(
 				AttrDecision.String(d.Decision), AttrDecidedBy.String(d.DecidedBy), AttrReason.String(d.Reason)))
 		}
+		o.mu.Lock()
+		o.counted[ev.SessionID] = struct{}{}
+		o.mu.Unlock()
 		o.running.Add(context.Background(), 1)
 	case bgexec.EventInput, bgexec.EventControl:
 		if span := o.span(ev.SessionID, false); span != nil {
@@ -281,7 +285,11 @@ func (o *Observer) span(id string, take bool) trace.Span {
 func (o *Observer) end(ev bgexec.Event) {
 	ctx := context.Background()
 	reason := attribute.String(string(AttrExitReason), ev.ExitReason)
-	if ev.ExitReason != "spawn-error" {
+	o.mu.Lock()
+	_, counted := o.counted[ev.SessionID]
+	delete(o.counted, ev.SessionID)
+	o.mu.Unlock()
+	if counted {
 		o.running.Add(ctx, -1)
 	}
 	o.duration.Record(ctx, ev.Duration.Seconds(), metric.WithAttributes(reason))
