@@ -78,8 +78,9 @@ type Registry struct {
 
 // NewRegistry returns a registry configured by cfg (zero Config = the
 // documented defaults; see [ConfigFromEnv] for the environment variables).
-// It starts one sweeper goroutine and one notification goroutine; call
-// Close to end them.
+// It starts one sweeper goroutine and one notification goroutine (and,
+// with Config.Observer, one that delivers its events); call Close to end
+// them.
 func NewRegistry(cfg Config) (*Registry, error) {
 	st, err := resolveConfig(cfg, os.Getenv)
 	if err != nil {
@@ -188,6 +189,11 @@ func (r *Registry) Scope(key string) *Scope {
 // Approver call is made on the goroutine of the Exec call that asked for
 // it, so Close never waits for one; that Exec returns [ErrClosed] and
 // spawns nothing.
+//
+// With Config.Observer, Close delivers every queued event, the ends of
+// the sessions it killed included, before it returns; an Observer call
+// still blocked when ctx ends is left to finish like a Notifier call, and
+// the events after it are dropped (counted by [Registry.ObserverStats]).
 //
 // Close is idempotent. A later call waits, until its ctx ends, for the
 // first to finish and for a Notifier call the first left blocked; it then
