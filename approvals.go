@@ -249,6 +249,7 @@ func (r *Registry) expireApprovals() {
 	b.mu.Unlock()
 	slices.SortFunc(due, func(a, b *pendingApproval) int { return a.expires.Compare(b.expires) })
 	for _, p := range due {
+		r.observeApproval(p, DecisionDenied, DecidedByExpiry, "the approval expired after "+r.cfg.approvalTTL.String())
 		r.approvalEvent(p.scope, p.id, fmt.Sprintf("Exec denied (approval %s): the approval expired after %s; nothing ran: %s", p.id, r.cfg.approvalTTL, p.req.Command))
 	}
 }
@@ -351,6 +352,7 @@ func (sc *Scope) Decide(ctx context.Context, approvalID, decision string) error 
 		return fmt.Errorf("%w: %q", ErrUnknownApproval, approvalID)
 	}
 	if decision == DecisionDeny {
+		r.observeApproval(p, DecisionDenied, DecidedByDecide, "deny")
 		r.approvalEvent(p.scope, p.id, fmt.Sprintf("Exec denied (approval %s): not approved; nothing ran: %s", p.id, p.req.Command))
 		return nil
 	}
@@ -360,7 +362,7 @@ func (sc *Scope) Decide(ctx context.Context, approvalID, decision string) error 
 	}
 	req := p.req
 	req.Background = true
-	res, err := sc.exec(context.WithValue(ctx, decidedKey{}, p.id), &req)
+	res, err := sc.exec(context.WithValue(ctx, decidedKey{}, p.id+" "+decision), &req)
 	switch {
 	case err != nil:
 		r.approvalEvent(p.scope, p.id, fmt.Sprintf("Exec denied (approval %s): it could not start (%v); nothing ran: %s", p.id, err, p.req.Command))

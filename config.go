@@ -219,6 +219,28 @@ type Config struct {
 	// Logger receives the registry's warnings (a limit that cannot be
 	// applied). Nil means slog.Default().
 	Logger *slog.Logger
+	// Observer sees every exec call and session: each spawn, policy
+	// decision, input, kill/remove/clear and end (see [Event] and the
+	// package documentation's "Audit trail"). Events are queued and
+	// delivered in order by one goroutine the registry owns, so a slow
+	// observer never blocks a call; past ObserverQueue waiting events,
+	// new ones are dropped and counted ([Registry.ObserverStats]). Nil
+	// (the default) observes nothing. [NewAuditLog] writes JSON lines.
+	Observer Observer
+	// ObserverRequired makes each exec (and each input to a session) wait
+	// until the observer took its events before anything runs: when the
+	// observer fails (a [CheckedObserver] returning an error), its queue
+	// is full, or the call's context ends first, the exec is a failure
+	// result and nothing is spawned (nothing is written). Needs Observer.
+	// Default false.
+	ObserverRequired bool
+	// ObserveInputData puts the bytes of each write, send-keys, paste and
+	// submit into the input event (Event.Data). Default false: events
+	// carry only the size, since input may hold secrets.
+	ObserveInputData bool
+	// ObserverQueue is how many events may wait for the observer. Zero
+	// means DefaultObserverQueue (4096).
+	ObserverQueue int
 	// ExitNoticesInResults puts the exit notices of a scope's backgrounded
 	// sessions into that scope's next tool result, for hosts that show the
 	// model nothing but tool results (MCP clients). Default false. See
@@ -418,6 +440,7 @@ type settings struct {
 	inputWait   time.Duration // InputWaitIdleMs
 	approvalTTL time.Duration // ApprovalTimeout
 	approvals   ApprovalStore
+	observer    observerSettings
 	shellOpts
 }
 
@@ -476,6 +499,10 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 		s.approvalTTL = c.ApprovalTimeout
 	}
 	s.approvals = c.ApprovalStore
+	var oerr error
+	if s.observer, oerr = resolveObserver(&c); oerr != nil {
+		return s, oerr
+	}
 	if c.MaxCallWaitMs > 0 {
 		s.maxCallWait = time.Duration(c.MaxCallWaitMs) * time.Millisecond
 	}

@@ -675,6 +675,44 @@
 // refused (and why) or need approval, for adapters that pause a run
 // before the tool call.
 //
+// # Audit trail
+//
+// Config.Observer sees every exec call and session, foreground runs, quiet
+// successes, refusals, kills and removes included, as [Event] values of
+// five kinds: "decision" (what the approval rules decided about a call:
+// allowed by the policy or the allowlist, approved or denied by the
+// approver or by [Scope.Decide], pending, expired; with who decided and
+// why), "spawn" (scope, call id, session id, host or node, command,
+// workdir, and the names but never the values of the call's env
+// overrides; sent before the process is created), "input" (each write,
+// send-keys, paste, submit and eof: its size, and its bytes only with
+// Config.ObserveInputData), "control" (kill, remove, clear) and "end"
+// (exit code or signal, exit reason, duration, output bytes, truncation;
+// a spawn that failed ends with "spawn-error"). An exec's decision and
+// spawn share Event.CallID. Peak resource use is not measured.
+//
+// Events go through one bounded queue (Config.ObserverQueue, 4096 by
+// default), delivered in order by one goroutine the registry owns, so a
+// session's events arrive in the order they happened and a slow observer
+// never blocks a call: when the queue is full the event is dropped and
+// counted ([Registry.ObserverStats]). Close delivers what is queued,
+// the ends of the sessions it kills included, then stops the goroutine
+// (a delivery still blocked when Close's ctx ends is left to finish on
+// its own, as with the Notifier).
+//
+// With Config.ObserverRequired, an exec waits until the observer took its
+// decision and spawn events, and a write until it took the input event; an
+// observer fails by implementing [CheckedObserver] and returning an error
+// from ObserveErr. A failure, a full queue or the call's context ending
+// first makes the exec a failure result and nothing is spawned (nothing
+// is written). Ends and control events are still queued without waiting:
+// a kill is never held back by the audit.
+//
+// [NewAuditLog] is an observer that appends one JSON line per event to a
+// writer (the MCP server's -audit-log). An observer that also implements
+// [SpawnEnvObserver] adds environment entries to each child, which is how
+// the OpenTelemetry module passes TRACEPARENT. See ExampleNewAuditLog.
+//
 // # The sandbox host
 //
 // With [Config.Sandbox] set, the host "auto" is "sandbox" and every

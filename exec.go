@@ -196,15 +196,21 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	if warn != "" {
 		warnings = append(warnings, warn)
 	}
-	if refusal, err := sc.checkPolicy(ctx, req, cwd); err != nil || refusal != "" {
+	call := newCallID()
+	if refusal, v, err := sc.checkPolicy(ctx, req, cwd); err != nil || refusal != "" {
 		if errors.Is(err, ErrApprovalDeferred) {
 			_, areq := sc.policyGate(req, cwd)
-			return sc.deferExec(req, areq), nil
+			res := sc.deferExec(req, areq)
+			sc.observeDecision(ctx, call, req, cwd, v, res.Details.ApprovalID)
+			return res, nil
 		}
+		sc.observeDecision(ctx, call, req, cwd, v, "")
 		if err != nil {
 			return nil, err
 		}
 		return execFailure(refusal), nil
+	} else if msg := sc.observeDecision(ctx, call, req, cwd, v, ""); msg != "" {
+		return execFailure(msg), nil
 	}
 	synchronous := st.backgroundOff
 	if synchronous && (req.YieldMs != nil || req.Background) {
@@ -282,11 +288,19 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		hint = p.readOnlyHint(cwd, spec.sandboxReadOnly)
 	}
 
+	// The spawn event goes before admit: Close never waits for an
+	// observer that ObserverRequired makes this call wait for.
+	obs, msg := sc.observeSpawn(ctx, call, req, spec, node, cwd)
+	if msg != "" {
+		return execFailure(msg), nil
+	}
 	if err := sc.reg.admit(); err != nil {
+		obs.spawnFailed(time.Now())
 		return nil, err
 	}
 	if refusal := sc.reg.takeSlot(sc.key); refusal != "" {
 		sc.reg.spawnDone()
+		obs.spawnFailed(time.Now())
 		return execFailure(refusal), nil
 	}
 	start := time.Now()
@@ -299,6 +313,7 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	if err != nil {
 		sc.reg.quota.give(sc.key)
 		sc.reg.spawnDone()
+		obs.spawnFailed(start)
 		return spawnFailure(warnings, err, cwd, start), nil
 	}
 	if sp.cwd != "" {
@@ -307,6 +322,7 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	warnings = append(warnings, sp.warnings...)
 	background := req.Background && !synchronous
 	s := sc.reg.add(session.Options{
+		ID:                 obs.id,
 		Scope:              sc.key,
 		Command:            req.Command,
 		Name:               deriveName(req.Command),

@@ -27,7 +27,7 @@ func (sc *Scope) sendKeys(ctx context.Context, s *session.Session, req *ProcessR
 	if len(data) == 0 {
 		return failure(withWarningList("No key data provided.", warnings)), nil
 	}
-	n, r := deliver(ctx, s, data)
+	n, r := sc.deliver(ctx, s, "send-keys", data)
 	if r != nil {
 		return r, nil
 	}

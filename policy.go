@@ -2,6 +2,7 @@ package bgexec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -180,27 +181,39 @@ func runtimeName(host string) string {
 // one call. It returns a model-facing refusal text, or "" when the command
 // may run. An approver that defers gives an error wrapping
 // ErrApprovalDeferred. A call that runs a decided approval (see
-// [Scope.Decide]) is not asked about again.
-func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) (string, error) {
+// [Scope.Decide]) is not asked about again. The verdict says who decided
+// what, for the observer.
+func (sc *Scope) checkPolicy(ctx context.Context, req *ExecRequest, cwd string) (string, verdict, error) {
 	refusal, areq := sc.policyGate(req, cwd)
-	if refusal != "" || areq == nil || isDecided(ctx) {
-		return refusal, nil
+	switch {
+	case refusal != "":
+		return refusal, verdict{DecisionDenied, DecidedByPolicy, refusal}, nil
+	case areq == nil:
+		return "", sc.allowedVerdict(req), nil
+	case isDecided(ctx):
+		return "", verdict{DecisionApproved, DecidedByDecide, fmt.Sprint(ctx.Value(decidedKey{}))}, nil
 	}
 	st := &sc.reg.cfg
 	if st.approver == nil {
-		return noApprover, nil
+		return noApprover, verdict{DecisionDenied, DecidedByPolicy, noApprover}, nil
 	}
 	ok, reason, err := st.approver.Approve(ctx, areq)
+	if errors.Is(err, ErrApprovalDeferred) {
+		return "", verdict{DecisionPending, DecidedByApprover, "approval required: " + areq.Reason}, fmt.Errorf("bgexec: approval: %w", err)
+	}
 	if err != nil {
-		return "", fmt.Errorf("bgexec: approval: %w", err)
+		return "", verdict{DecisionDenied, DecidedByApprover, "the approver failed: " + err.Error()}, fmt.Errorf("bgexec: approval: %w", err)
 	}
 	if !ok {
 		if reason == "" {
 			reason = "not approved"
 		}
-		return "exec denied: " + reason + ".", nil
+		return "exec denied: " + reason + ".", verdict{DecisionDenied, DecidedByApprover, reason}, nil
 	}
-	return "", nil
+	if reason == "" {
+		reason = "approved: " + areq.Reason
+	}
+	return "", verdict{DecisionApproved, DecidedByApprover, reason}, nil
 }
 
 // noApprover refuses a call that needs approval when no approver is set.

@@ -174,6 +174,9 @@ func (sc *Scope) Process(ctx context.Context, req *ProcessRequest) (res *Result,
 	case !bg:
 		return failure("Session " + id + " is not backgrounded."), nil
 	}
+	if req.Action == "kill" || req.Action == "remove" || req.Action == "clear" {
+		sc.observeControl(s, req.Action)
+	}
 	return h.run(sc, ctx, s, req)
 }
 
@@ -422,7 +425,10 @@ func inputCheck(s *session.Session) *Result {
 // deliver writes p within the write bound (and ctx's deadline); short
 // writes become a failure that says how much arrived. A call whose ctx
 // ends while another write holds the input writes nothing and says so.
-func deliver(ctx context.Context, s *session.Session, p []byte) (int, *Result) {
+func (sc *Scope) deliver(ctx context.Context, s *session.Session, action string, p []byte) (int, *Result) {
+	if r := sc.observeInput(ctx, s, action, p); r != nil {
+		return 0, r
+	}
 	bound := WriteBound
 	if dl, ok := ctx.Deadline(); ok {
 		bound = max(min(bound, time.Until(dl)), time.Millisecond)
@@ -453,7 +459,7 @@ func (sc *Scope) write(ctx context.Context, s *session.Session, req *ProcessRequ
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
-	n, r := deliver(ctx, s, []byte(req.Data))
+	n, r := sc.deliver(ctx, s, "write", []byte(req.Data))
 	if r != nil {
 		return r, nil
 	}
@@ -467,6 +473,9 @@ func (sc *Scope) write(ctx context.Context, s *session.Session, req *ProcessRequ
 	closed := ""
 	if req.EOF {
 		unfinished := req.Data != "" && !strings.HasSuffix(req.Data, "\n") && !strings.HasSuffix(req.Data, "\r")
+		if r := sc.observeInput(ctx, s, "eof", nil); r != nil {
+			return r, nil
+		}
 		if err := s.CloseInput(ctx, unfinished); err != nil {
 			if errors.Is(err, session.ErrInputBusy) {
 				if req.Data == "" {
@@ -486,7 +495,7 @@ func (sc *Scope) submit(ctx context.Context, s *session.Session, _ *ProcessReque
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
-	if _, r := deliver(ctx, s, []byte("\r")); r != nil {
+	if _, r := sc.deliver(ctx, s, "submit", []byte("\r")); r != nil {
 		return r, nil
 	}
 	return textResult(fmt.Sprintf("Submitted session %s (sent CR).", s.ID()), Details{Status: StatusRunning, SessionID: s.ID()}), nil
@@ -505,7 +514,7 @@ func (sc *Scope) paste(ctx context.Context, s *session.Session, req *ProcessRequ
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
-	if _, r := deliver(ctx, s, []byte(data)); r != nil {
+	if _, r := sc.deliver(ctx, s, "paste", []byte(data)); r != nil {
 		return r, nil
 	}
 	return textResult(fmt.Sprintf("Pasted %d chars to session %s.", utf8.RuneCountInString(req.Text), s.ID()), Details{Status: StatusRunning, SessionID: s.ID()}), nil

@@ -72,12 +72,16 @@ type Registry struct {
 	notices map[string][]*session.Session
 
 	approvals approvalBook // deferred approvals and allow-always rules
+
+	obs      *observerQueue      // Config.Observer's queue; nil without one
+	reserved map[string]struct{} // session ids picked for spawn events, not added yet
 }
 
 // NewRegistry returns a registry configured by cfg (zero Config = the
 // documented defaults; see [ConfigFromEnv] for the environment variables).
 // It starts three goroutines (the spawner's locked OS thread, the sweeper
-// and the notification goroutine) and two watchdog processes; the first
+// and the notification goroutine; with Config.Observer, a fourth that
+// delivers its events) and two watchdog processes; the first
 // spawn adds one keeper goroutine per watchdog, and each SSH node
 // connection two more (its reader and its keepalives; one when
 // keepalives are off). Call Close to end them all. Safe for concurrent
@@ -146,6 +150,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		limits:    lim,
 	}
 	r.spawn = r.spawnContained
+	r.obs = startObserver(&st.observer)
 	r.approvals.rules = rules
 	lim.kick = func() { kick(r.sweepKick) }
 	if len(st.nodes) > 0 {
@@ -189,6 +194,11 @@ func (r *Registry) Scope(key string) *Scope {
 // Approver call is made on the goroutine of the Exec call that asked for
 // it, so Close never waits for one; that Exec returns [ErrClosed] and
 // spawns nothing.
+//
+// With Config.Observer, Close delivers every queued event, the ends of
+// the sessions it killed included, before it returns; an Observer call
+// still blocked when ctx ends is left to finish like a Notifier call, and
+// the events after it are dropped (counted by [Registry.ObserverStats]).
 //
 // Close is idempotent. A later call waits, until its ctx ends, for the
 // first to finish and for a Notifier call the first left blocked; it then
@@ -252,6 +262,10 @@ func (r *Registry) Close(ctx context.Context) error {
 	close(r.stop)
 	r.goroutines.Wait()
 	r.spills.close(running)
+	// Every session has ended and sent its end event: deliver the rest.
+	if oerr := r.obs.close(ctx); oerr != nil {
+		err = oerr
+	}
 	r.watchdog.close()
 	if r.cgroups != nil {
 		_ = r.cgroups.remove()
@@ -345,11 +359,11 @@ func (r *Registry) spawnDone() { r.spawns.Done() }
 func (r *Registry) add(o session.Options) *session.Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	o.ID = newSlug(func(id string) bool {
-		_, live := r.sessions[id]
-		_, old := r.retired[id]
-		return live || old
-	})
+	if o.ID == "" {
+		o.ID = r.freshIDLocked()
+	} else {
+		delete(r.reserved, o.ID) // reserved by observeSpawn
+	}
 	o.Pool, o.Goroutines, o.Ended = &r.chunks, &r.goroutines, r.sessionEnded
 	s := session.New(o)
 	r.sessions[o.ID] = s
@@ -360,6 +374,16 @@ func (r *Registry) add(o session.Options) *session.Session {
 	}
 	scope[o.ID] = s
 	return s
+}
+
+// freshIDLocked picks an id no session has, had or was reserved.
+func (r *Registry) freshIDLocked() string {
+	return newSlug(func(id string) bool {
+		_, live := r.sessions[id]
+		_, old := r.retired[id]
+		_, taken := r.reserved[id]
+		return live || old || taken
+	})
 }
 
 // maxRetiredIDs bounds how many ids of forgotten sessions are kept from
@@ -454,6 +478,7 @@ func (r *Registry) list(scope string) []listed {
 // expiry and, when it is due, its exit event.
 func (r *Registry) sessionEnded(s *session.Session) {
 	r.quota.give(s.Scope())
+	r.observeEnd(s)
 	sn := s.Snapshot(0)
 	switch {
 	case sn.Removed:

@@ -39,9 +39,10 @@ type fileConfig struct {
 	SessionIdle     string `json:"sessionIdle"`
 	MaxMessageBytes int    `json:"maxMessageBytes"`
 	// Calls and notices.
-	MaxCallMs   int  `json:"maxCallMs"`
-	ProgressMs  int  `json:"progressMs"`
-	ExitNotices bool `json:"exitNotices"`
+	MaxCallMs   int    `json:"maxCallMs"`
+	ProgressMs  int    `json:"progressMs"`
+	ExitNotices bool   `json:"exitNotices"`
+	AuditLog    string `json:"auditLog"`
 	// Where commands run.
 	Workdir     string                `json:"workdir"`
 	Sandbox     sandboxConfig         `json:"sandbox"`
@@ -174,6 +175,7 @@ func bindFlags(fs *flag.FlagSet, c *fileConfig, configFile *string) {
 	fs.Int64Var(&c.Quotas.MaxOutputBytes, "max-output-bytes", c.Quotas.MaxOutputBytes, "most output a command may print in `bytes`; 0 means bgexec's default (key quotas.maxOutputBytes)")
 	fs.StringVar(&c.Containment, "containment", c.Containment, "auto, off or required: whether limits need cgroups (key containment)")
 	fs.StringVar(&c.SpillDir, "spill-dir", c.SpillDir, "copy each command's whole output to a file in this `dir`, named by results whose text was cut; deleted with the session (key spillDir; default off)")
+	fs.StringVar(&c.AuditLog, "audit-log", c.AuditLog, "append a JSON line for every command's spawn, decision, input and end to `file` (created 0600 if missing; key auditLog)")
 }
 
 // loadFile reads a JSON configuration file over c. Unknown keys are
@@ -212,6 +214,7 @@ type settings struct {
 	maxMessage      int
 	idle            time.Duration
 	maxHTTPSessions int
+	auditLog        string // the audit log's path; "" for none
 }
 
 // parseFlags reads the configuration: the defaults, then the -config file,
@@ -403,6 +406,22 @@ func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*se
 			approvalTimeout: approval, approvalMode: strings.ToLower(strings.TrimSpace(c.ApprovalMode)),
 		},
 		addr: c.HTTP, tokenFile: c.TokenFile, maxMessage: c.MaxMessageBytes, idle: idle,
-		maxHTTPSessions: c.MaxHTTPSessions,
+		maxHTTPSessions: c.MaxHTTPSessions, auditLog: c.AuditLog,
 	}, nil
+}
+
+// attachAuditLog opens the audit log (-audit-log) for appending, creating
+// it (mode 0600) when it is missing, and makes it the registries'
+// observer; what the file holds is never rewritten. Every connection's
+// registry shares it. The returned func closes it.
+func attachAuditLog(st *settings) (func(), error) {
+	if st.auditLog == "" {
+		return func() {}, nil
+	}
+	f, err := os.OpenFile(st.auditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("key auditLog (flag -audit-log): %w", err)
+	}
+	st.opts.cfg.Observer = bgexec.NewAuditLog(f)
+	return func() { _ = f.Close() }, nil
 }

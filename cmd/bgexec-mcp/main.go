@@ -195,6 +195,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	closeAudit, err := attachAuditLog(st)
+	if err != nil {
+		return err
+	}
+	defer closeAudit() // after serve: every registry has closed and drained
 	if st.addr == "" {
 		return serve(ctx, &lineTransport{in: stdin, out: stdout, maxLine: st.maxMessage}, st.opts)
 	}
