@@ -23,7 +23,7 @@ import (
 
 // readmeImports are the packages a README snippet may use without an
 // import clause of its own.
-var readmeImports = []string{"context", "encoding/json", "fmt", "github.com/bgexec/bgexec"}
+var readmeImports = []string{"context", "encoding/json", "fmt", "os", "github.com/bgexec/bgexec"}
 
 // readmeParams are the names README snippets use without declaring them:
 // what the README's first snippets set up, or the embedding program
