@@ -30,6 +30,33 @@ type TreeLister interface {
 	TreePids() []int
 }
 
+// readingTTL is how long an answer of [Session.ReadingInput] is reused
+// while the session neither printed nor was written to.
+const readingTTL = 250 * time.Millisecond
+
+// ReadingInput tells whether the session's foreground process is blocked
+// reading its input (on Linux, from /proc/<pid>/syscall of the session's
+// processes; elsewhere ReadingUnknown). An answer is reused for up to
+// 250 ms while no output arrived and no input was sent since it was read,
+// so polls and lists in a row ask the kernel once.
+func (s *Session) ReadingInput() Reading {
+	now := time.Now()
+	s.mu.Lock()
+	if s.readingAt.After(s.lastOutput) && s.readingAt.After(s.inputAt) && now.Sub(s.readingAt) < readingTTL {
+		ans := s.reading
+		s.mu.Unlock()
+		return ans
+	}
+	s.mu.Unlock()
+	ans, busy := s.lookReading()
+	if !busy {
+		s.mu.Lock()
+		s.readingAt, s.reading = now, ans
+		s.mu.Unlock()
+	}
+	return ans
+}
+
 // LastOutput is when the last bytes arrived (the start before any).
 func (s *Session) LastOutput() time.Time {
 	s.mu.Lock()

@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ReadingInput tells whether the session's foreground process is blocked
-// reading its input: for a PTY, a process of the terminal's foreground
+// lookReading tells whether the session's foreground process is blocked
+// reading its input (see [Session.ReadingInput]): for a PTY, a process of the terminal's foreground
 // process group (TIOCGPGRP on the master); for a pipe, a process of the
 // session's tree. It is blocked reading when /proc/<pid>/syscall shows a
 // read-like call, a poll, select or epoll wait on a descriptor that is the
@@ -23,9 +23,12 @@ import (
 // has it; an unprivileged host has it for its own children unless they
 // changed credentials or Yama forbids it. Without it the answer is
 // ReadingUnknown, and callers then claim nothing.
-func (s *Session) ReadingInput() Reading {
+//
+// A write being delivered right now makes it answer ReadingNo, not to be
+// kept (busy is true).
+func (s *Session) lookReading() (ans Reading, busy bool) {
 	if !s.tryLockInput() {
-		return ReadingNo // a write is being delivered right now
+		return ReadingNo, true
 	}
 	var target unix.Stat_t
 	fg, ok := 0, false
@@ -45,22 +48,22 @@ func (s *Session) ReadingInput() Reading {
 	}
 	s.unlockInput()
 	if !ok {
-		return ReadingUnknown
+		return ReadingUnknown, false
 	}
 	cands := candidates(s.opts.Proc, s.Pid(), fg)
 	answer := ReadingNo
 	for _, pid := range cands {
 		switch blockedOn(pid, &target) {
 		case ReadingYes:
-			return ReadingYes
+			return ReadingYes, false
 		case ReadingUnknown:
 			answer = ReadingUnknown
 		}
 	}
 	if len(cands) == 0 {
-		return ReadingUnknown
+		return ReadingUnknown, false
 	}
-	return answer
+	return answer, false
 }
 
 // candidates lists the processes whose reads count: the session's

@@ -2,5 +2,5 @@
 
 package session
 
-// ReadingInput cannot tell outside Linux.
-func (s *Session) ReadingInput() Reading { return ReadingUnknown }
+// lookReading cannot tell outside Linux.
+func (s *Session) lookReading() (Reading, bool) { return ReadingUnknown, false }

@@ -182,6 +182,8 @@ type Session struct {
 	mu           sync.Mutex // guards everything below
 	out          output
 	lastOutput   time.Time // when the last bytes arrived (the start before any)
+	readingAt    time.Time // when reading was looked up (see ReadingInput)
+	reading      Reading   // the last answer of ReadingInput
 	rawBytes     int64     // bytes read from the child, escape sequences included
 	cursorMode   keys.CursorMode
 	backgrounded bool
