@@ -23,7 +23,7 @@ func ExampleTools() {
 	client := anthropic.NewClient() // reads ANTHROPIC_API_KEY
 	runner := client.Beta.Messages.NewToolRunner(bganthropic.Tools(reg.Scope("agent")), anthropic.BetaToolRunnerParams{
 		BetaMessageNewParams: anthropic.BetaMessageNewParams{
-			Model:     anthropic.ModelClaudeSonnet4_5,
+			Model:     anthropic.ModelClaudeSonnet5_5,
 			MaxTokens: 4096,
 			Messages: []anthropic.BetaMessageParam{
 				anthropic.NewBetaUserMessage(anthropic.NewBetaTextBlock("Start the dev server and tell me when it listens.")),

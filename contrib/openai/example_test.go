@@ -25,7 +25,7 @@ func Example() {
 	client := sdk.NewClient() // reads OPENAI_API_KEY
 	tools := append(bgopenai.ResponseTools(), responses.ToolUnionParam{OfShell: &responses.FunctionShellToolParam{}})
 	params := responses.ResponseNewParams{
-		Model:             sdk.ChatModelGPT5,
+		Model:             sdk.ChatModelGPT5_5,
 		Input:             responses.ResponseNewParamsInputUnion{OfString: sdk.String("Run the tests.")},
 		Tools:             tools,
 		ParallelToolCalls: sdk.Bool(false), // a list sees what an earlier exec started
