@@ -54,6 +54,34 @@ func (r *Result) Text() string {
 	return b.String()
 }
 
+// DetailsJSON returns the result's details as JSON without Aggregated and
+// Tail, which repeat the output the text already carries: what a
+// framework adapter shows the model beside the text when the framework
+// has no structured part. Safe for concurrent use with other readers.
+func (r *Result) DetailsJSON() string {
+	d := r.Details
+	d.Aggregated, d.Tail = "", ""
+	b, err := json.Marshal(d)
+	if err != nil {
+		// Details hold only strings, numbers and booleans.
+		return `{"status":"` + string(d.Status) + `"}`
+	}
+	return string(b)
+}
+
+// PlainText returns the result as one string, for frameworks whose tool
+// results are a string with no error flag (eino, OpenAI function calls):
+// "Error: " first when IsError, the text, a blank line, and "Details: "
+// followed by [Result.DetailsJSON]. Safe for concurrent use with other
+// readers.
+func (r *Result) PlainText() string {
+	text := r.Text()
+	if r.IsError {
+		text = "Error: " + text
+	}
+	return text + "\n\nDetails: " + r.DetailsJSON()
+}
+
 // Details are the structured fields of a result. Which fields are set
 // depends on the tool, the action and the status; fields that do not apply
 // are omitted from JSON. A nil ExitCode means there is no exit code (the

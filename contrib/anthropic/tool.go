@@ -65,7 +65,7 @@ func Content(res *bgexec.Result) []sdk.BetaToolResultBlockParamContentUnion {
 	if text := res.Text(); text != "" {
 		blocks = append(blocks, textBlock(text))
 	}
-	return append(blocks, textBlock(DetailsPrefix+detailsJSON(res)))
+	return append(blocks, textBlock(DetailsPrefix+res.DetailsJSON()))
 }
 
 func textBlock(text string) sdk.BetaToolResultBlockParamContentUnion {
@@ -83,17 +83,5 @@ type ToolError struct {
 // the result's details as JSON: what the model reads after the runner's
 // "Error: ".
 func (e *ToolError) Error() string {
-	return e.Result.Text() + "\n\n" + DetailsPrefix + detailsJSON(e.Result)
-}
-
-// detailsJSON encodes res's details without the output they repeat.
-func detailsJSON(res *bgexec.Result) string {
-	d := res.Details
-	d.Aggregated, d.Tail = "", ""
-	b, err := json.Marshal(d)
-	if err != nil {
-		// Details hold only strings, numbers and booleans.
-		return `{"status":"` + string(d.Status) + `"}`
-	}
-	return string(b)
+	return e.Result.Text() + "\n\n" + DetailsPrefix + e.Result.DetailsJSON()
 }

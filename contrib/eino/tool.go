@@ -68,17 +68,4 @@ func (t *Tool) InvokableRun(ctx context.Context, argumentsInJSON string, _ ...to
 // Text returns res as the string an eino tool returns: [ErrorPrefix] when
 // res.IsError, the result's text, a blank line, and [DetailsPrefix] with
 // its details as JSON. Safe for concurrent use.
-func Text(res *bgexec.Result) string {
-	text := res.Text()
-	if res.IsError {
-		text = ErrorPrefix + text
-	}
-	d := res.Details
-	d.Aggregated, d.Tail = "", ""
-	b, err := json.Marshal(d)
-	if err != nil {
-		// Details hold only strings, numbers and booleans.
-		b = []byte(`{"status":"` + string(d.Status) + `"}`)
-	}
-	return text + "\n\n" + DetailsPrefix + string(b)
-}
+func Text(res *bgexec.Result) string { return res.PlainText() }

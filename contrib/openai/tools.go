@@ -113,17 +113,4 @@ func run(ctx context.Context, sc *bgexec.Scope, name, args string) (string, erro
 // Output returns res as a function call's output: [ErrorPrefix] when
 // res.IsError, the result's text, a blank line, and [DetailsPrefix] with
 // its details as JSON.
-func Output(res *bgexec.Result) string {
-	text := res.Text()
-	if res.IsError {
-		text = ErrorPrefix + text
-	}
-	d := res.Details
-	d.Aggregated, d.Tail = "", ""
-	b, err := json.Marshal(d)
-	if err != nil {
-		// Details hold only strings, numbers and booleans.
-		b = []byte(`{"status":"` + string(d.Status) + `"}`)
-	}
-	return text + "\n\n" + DetailsPrefix + string(b)
-}
+func Output(res *bgexec.Result) string { return res.PlainText() }
