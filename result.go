@@ -54,8 +54,9 @@ func (r *Result) Text() string {
 	return b.String()
 }
 
-// DetailsJSON returns the result's details as JSON without Aggregated and
-// Tail, which repeat the output the text already carries: what a
+// DetailsJSON returns the result's details as JSON with Aggregated and
+// Tail emptied, since they repeat the output the text already carries (a
+// finished exec's JSON still has "aggregated": "", as the reference's does): what a
 // framework adapter shows the model beside the text when the framework
 // has no structured part. Safe for concurrent use with other readers.
 func (r *Result) DetailsJSON() string {

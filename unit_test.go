@@ -129,3 +129,18 @@ func TestSlugIDs(t *testing.T) {
 	id := newSlug(func(s string) bool { base++; return base <= 1 })
 	assert.Regexp(t, `^[a-z]+-[a-z]+-2$`, id)
 }
+
+func TestResultPlainText(t *testing.T) {
+	sc := newTestRegistry(t, Config{}).Scope("agent")
+	ok := mustExec(t, sc, &ExecRequest{Command: "echo hello"})
+	require.NotEmpty(t, ok.Details.Aggregated)
+	assert.Equal(t, ok.Text()+"\n\nDetails: "+ok.DetailsJSON(), ok.PlainText())
+	assert.NotContains(t, ok.DetailsJSON(), "hello", "the text carries the output already")
+	assert.Contains(t, ok.DetailsJSON(), `"exitCode":0`)
+
+	bad, err := sc.Process(testCtx(t), &ProcessRequest{Action: "poll", SessionID: "nope"})
+	require.NoError(t, err)
+	require.True(t, bad.IsError)
+	assert.True(t, strings.HasPrefix(bad.PlainText(), "Error: "+bad.Text()+"\n\nDetails: {"), bad.PlainText())
+	assert.Contains(t, bad.DetailsJSON(), `"status":"failed"`)
+}
