@@ -389,6 +389,9 @@ type remoteProcess struct {
 	// "" when no state is kept; Release reads it and removes it.
 	statePath string
 
+	resMu    sync.Mutex // orders the resource views noted; guards resNoted
+	resNoted time.Time  // when the last view noted was read
+
 	mu       sync.Mutex // guards the fields below
 	gotExit  bool
 	code     int
