@@ -44,7 +44,8 @@ const maxInlineNodeCommand = 32 << 10
 // environment argument without "=" is a name to unset (a kept shell
 // state's unset). With a state tag other than "-", it opens a private
 // temporary file named after the tag as fd 4 and writes the environment
-// the shell starts with there (see nodeStatePrologue). It is one line
+// the shell starts with there (see nodeStatePrologue); the tools it runs
+// for that are found with command -p, not on a kept PATH. It is one line
 // without single quotes, backslash pairs or "!", so any login shell (sh,
 // bash, zsh, fish, csh) passes it on unchanged.
 const nodeWrapper = `d() { v=$(printf %bx "$1"); v=${v%x}; }; ` +
@@ -53,8 +54,8 @@ const nodeWrapper = `d() { v=$(printf %bx "$1"); v=${v%x}; }; ` +
 	`d "$4"; r=$v; d "$3"; if [ -n "$v" ]; then cd -- "$v" 2>/dev/null || { [ -n "$r" ] || w=3; }; fi; ` +
 	`if [ -n "$r" ]; then cd -- "$r" 2>/dev/null || w=2; fi; ` +
 	`d "$5"; c=$v; m=$6; u=$7; k=$8; shift 8; for a in "$@"; do d "$a"; case $v in *=*) export "$v";; *) unset -v "$v" 2>/dev/null;; esac; done; ` +
-	`f=-; if [ "$k" != - ]; then f=$(mktemp "${TMPDIR:-/tmp}/bgexec-state-$k.XXXXXX" 2>/dev/null) || f=-; ` +
-	`if [ "$f" != - ] && [ -n "$(printf %s "$f" | tr -d A-Za-z0-9/._-)" ]; then rm -f -- "$f"; f=-; fi; ` +
+	`f=-; if [ "$k" != - ]; then f=$(command -p mktemp "${TMPDIR:-/tmp}/bgexec-state-$k.XXXXXX" 2>/dev/null) || f=-; ` +
+	`if [ "$f" != - ] && [ -n "$(printf %s "$f" | command -p tr -d A-Za-z0-9/._-)" ]; then command -p rm -f -- "$f"; f=-; fi; ` +
 	`if [ "$f" != - ]; then exec 4>"$f"; { printf "\000bgexec-start\000"; command -p env -0; printf "\000bgexec-started\000"; } >&4 2>/dev/null; fi; fi; ` +
 	`read -r _ _ _ _ g _ </proc/$$/stat 2>/dev/null || g=$$; ` +
 	`printf "\037bgexec1 %s %s %s %s %s\n" "$$" "$g" "$w" "$f" "$(pwd)" >&2; ` +

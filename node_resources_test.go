@@ -51,6 +51,24 @@ func TestNodeResources(t *testing.T) {
 	assert.Equal(t, []Listener{{Port: port, Address: "127.0.0.1"}}, pr.Ports)
 	assert.GreaterOrEqual(t, pr.MemoryBytes, int64(96<<20))
 
+	// A view younger than resourceTTL is reused: no round trip. Whether
+	// the second read came within the TTL is known only afterwards, so it
+	// is tried until it did (a loaded machine may stall between reads).
+	rp := sessionOf(reg, id).Process().(*remoteProcess)
+	checked := false
+	for i := 0; i < 20 && !checked; i++ {
+		_, at1 := rp.conn.resourcesOf(rp, false)
+		_, at2 := rp.conn.resourcesOf(rp, false)
+		if time.Since(at1) < resourceTTL {
+			assert.Equal(t, at1, at2, "a read within the TTL is the cached one")
+			checked = true
+		}
+	}
+	require.True(t, checked, "no two reads came within %s", resourceTTL)
+	_, at1 := rp.conn.resourcesOf(rp, false)
+	_, at2 := rp.conn.resourcesOf(rp, true)
+	assert.True(t, at2.After(at1), "a fresh read (kill's) reads anew")
+
 	// The kill's text may come before the end on a loaded machine
 	// ("Termination requested"): the end's text says the port closed.
 	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})

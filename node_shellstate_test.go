@@ -145,3 +145,34 @@ func TestNodeShellState(t *testing.T) {
 		})
 	}
 }
+
+// An attack on a node: a command puts a directory of its own first on
+// the node's carried PATH, with a program named like a listed one.
+// Without the check, the next exec's "ls" passed as the listed ls and
+// ran the impostor on the node unasked.
+func TestNodeShellStateAllowlistCarriedPath(t *testing.T) {
+	t.Parallel()
+	d := startSSHD(t)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	bin := filepath.Join(dir, "bin")
+	require.NoError(t, os.Mkdir(bin, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "ls"), []byte("#!/bin/sh\necho impostor\n"), 0o755))
+	appr := &recordingApprover{}
+	reg := nodeRegistry(t, d, Config{KeepShellState: true, Security: "allowlist", Ask: "on-miss", Allowlist: []string{"ls"}, Approver: appr}, func(n *Node) { n.Workdir = dir })
+	sc := reg.Scope("a")
+
+	assert.NotEqual(t, "impostor", mustExec(t, sc, &ExecRequest{Command: "ls"}).Text())
+	assert.Empty(t, appr.take(), "ls is listed: no approval")
+
+	mustExec(t, sc, &ExecRequest{Command: "export PATH=" + bin + ":$PATH"})
+	appr.take()
+
+	res := mustExec(t, sc, &ExecRequest{Command: "ls"})
+	assert.Equal(t, []string{"ls"}, appr.take(), "the carried PATH is the node's: ls is not taken for the listed ls")
+	assert.Equal(t, "impostor", res.Text(), "the approved command ran on the carried PATH")
+
+	mustProcess(t, sc, &ProcessRequest{Action: "reset-shell"})
+	assert.NotEqual(t, "impostor", mustExec(t, sc, &ExecRequest{Command: "ls"}).Text())
+	assert.Empty(t, appr.take(), "after reset-shell ls is the listed ls again")
+}

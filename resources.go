@@ -6,8 +6,9 @@ import (
 )
 
 // Resources is what a running session uses now, from its cgroup's
-// counters (list entries and poll details). Values are read when the
-// call is made; a field that cannot be read is 0.
+// counters (list entries and poll details); on a node, from the node's
+// /proc (see the package documentation's "Nodes over SSH"). Values are
+// at most 250 ms old; a field that cannot be read is 0.
 type Resources struct {
 	// CPUMs is the CPU time all its processes used so far, in milliseconds.
 	CPUMs int64 `json:"cpuMs"`
