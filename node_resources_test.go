@@ -34,9 +34,19 @@ func TestNodeResources(t *testing.T) {
 	port, err := strconv.Atoi(m[1])
 	require.NoError(t, err)
 
-	list := mustProcess(t, sc, &ProcessRequest{Action: "list"})
-	require.Len(t, list.Details.Sessions, 1)
-	r := list.Details.Sessions[0].Resources
+	// A list waits at most resourceWait for a session's first view (a
+	// loaded node may answer later): list until the port shows.
+	var list *Result
+	var r *Resources
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		list = mustProcess(t, sc, &ProcessRequest{Action: "list"})
+		require.Len(t, list.Details.Sessions, 1)
+		r = list.Details.Sessions[0].Resources
+		if (r != nil && len(r.Ports) > 0) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	require.NotNil(t, r, list.Text())
 	assert.Equal(t, []Listener{{Port: port, Address: "127.0.0.1"}}, r.Ports)
 	assert.GreaterOrEqual(t, r.MemoryBytes, int64(96<<20))
@@ -56,7 +66,7 @@ func TestNodeResources(t *testing.T) {
 	// is tried until it did (a loaded machine may stall between reads).
 	rp := sessionOf(reg, id).Process().(*remoteProcess)
 	checked := false
-	for i := 0; i < 20 && !checked; i++ {
+	for deadline := time.Now().Add(30 * time.Second); !checked && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		_, at1 := rp.conn.resourcesOf(rp, false)
 		_, at2 := rp.conn.resourcesOf(rp, false)
 		if time.Since(at1) < resourceTTL {
@@ -65,9 +75,13 @@ func TestNodeResources(t *testing.T) {
 		}
 	}
 	require.True(t, checked, "no two reads came within %s", resourceTTL)
-	_, at1 := rp.conn.resourcesOf(rp, false)
-	_, at2 := rp.conn.resourcesOf(rp, true)
-	assert.True(t, at2.After(at1), "a fresh read (kill's) reads anew")
+	renewed := false
+	for deadline := time.Now().Add(30 * time.Second); !renewed && time.Now().Before(deadline); {
+		_, at1 := rp.conn.resourcesOf(rp, false)
+		_, at2 := rp.conn.resourcesOf(rp, true) // waits at most resourceWait
+		renewed = at2.After(at1)
+	}
+	assert.True(t, renewed, "a fresh read (kill's) reads anew")
 
 	// The kill's text may come before the end on a loaded machine
 	// ("Termination requested"): the end's text says the port closed.
