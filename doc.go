@@ -879,8 +879,9 @@
 //
 // Running node sessions report resources in list and poll, read on the
 // node over the control shell (no new login) by one sh script for all
-// the connection's sessions at once, at most once per 250 ms (kill reads
-// anew): cpuMs is the user and system CPU time of the session's live
+// the connection's sessions at once, in the background, at most once per
+// 250 ms: a poll or list gets the last view at once (kill, and a
+// session's first view, wait for a new one at most 1 s): cpuMs is the user and system CPU time of the session's live
 // processes, memoryBytes the sum of their resident sets, tasks the
 // number of its processes, and ports the TCP sockets they listen on
 // (the node's /proc/net/tcp and tcp6). Its processes are its process
