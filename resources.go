@@ -8,7 +8,9 @@ import (
 // Resources is what a running session uses now, from its cgroup's
 // counters (list entries and poll details); on a node, from the node's
 // /proc (see the package documentation's "Nodes over SSH"). Values are
-// at most 250 ms old; a field that cannot be read is 0.
+// read at most every 250 ms and reused in between (on a node, a view
+// may be older while its next read is under way); a field that cannot
+// be read is 0.
 type Resources struct {
 	// CPUMs is the CPU time all its processes used so far, in milliseconds.
 	CPUMs int64 `json:"cpuMs"`
