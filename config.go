@@ -305,9 +305,9 @@ type Config struct {
 	// carries, except variables the environment rules refuse as
 	// overrides (the result names them). Background sessions leave the
 	// state alone. [Scope.ResetShellState] and the process action
-	// "reset-shell" forget it. Not supported on nodes (Host "node"),
-	// whose execs start fresh. Default false. See the package
-	// documentation's "Shell conveniences".
+	// "reset-shell" forget it. On nodes (Host "node") it is kept per
+	// node. Default false. See the package documentation's "Shell
+	// conveniences".
 	KeepShellState bool
 	// SpillDir, when set, is a writable directory where each session's
 	// whole output (the cleaned text log shows) is copied to a file as it

@@ -306,8 +306,20 @@
 // 4 MiB; a larger state is not carried). The command's processes inherit
 // that descriptor; a command that opens its own fd 4 (exec 4>file) keeps
 // its file as it is, and leaves no state. It works under bash, dash and
-// any POSIX sh, and in the sandbox, whose paths are the host's. On nodes
-// (Host "node") the state is not kept: each exec starts fresh.
+// any POSIX sh, and in the sandbox, whose paths are the host's.
+//
+// On nodes (Host "node") the state is kept per node: a scope's exec on a
+// node starts from what the scope's last exec on that node left, never
+// from another node's or this machine's; reset-shell forgets them all.
+// There descriptor 4 is a private temporary file the wrapper makes with
+// mktemp (in the node's $TMPDIR, else /tmp); bgexec reads it over the
+// connection when the session ends and removes it (it stays only when
+// the connection dropped). What carries is what the commands changed,
+// set or unset, on top of the node's login environment, by the rules
+// above. Under security "allowlist", once a scope's state on a node
+// changed PATH, a bare listed name is no longer taken for the listed
+// program there, since which file it names on the node cannot be checked
+// from here: give the full path, or reset-shell.
 //
 // Full output in a file. With Config.SpillDir, each session's whole
 // output, the cleaned text log shows (escape sequences removed, a PTY's
@@ -792,9 +804,9 @@
 // --scope` works on the node, the shell runs in a transient scope that is
 // signalled too. Exit codes and signal names are the ones the node
 // reports. The local environment is not sent; the node's login
-// environment is the base. Node sessions report no resources in list and
-// poll, and name no closed ports at their end. docs/node.md says how a
-// session runs there.
+// environment is the base. Node sessions report resources (below) and name
+// the ports that closed at their end. docs/node.md says how a session
+// runs there.
 //
 // When the connection drops (the TCP connection fails, a keepalive goes
 // unanswered for KeepaliveCountMax intervals, or a kill or check gets no
@@ -812,6 +824,17 @@
 // tagged processes from the node's /proc, and a command on a channel of its
 // own waits there until they are gone. Like a leftover on this machine, one
 // whose output was redirected away ends with the shell.
+//
+// Running node sessions report resources in list and poll, read on the
+// node over the control shell (no new login) by one sh script for all
+// the connection's sessions at once, in the background, at most once per
+// 250 ms: a poll or list gets the last view at once (kill, and a
+// session's first view, wait for a new one at most 1 s): cpuMs is the user and system CPU time of the session's live
+// processes, memoryBytes the sum of their resident sets, tasks the
+// number of its processes, and ports the TCP sockets they listen on
+// (the node's /proc/net/tcp and tcp6). Its processes are its process
+// group and every process carrying its tag. A node whose /proc cannot be
+// read reports no resources.
 //
 // What differs from this machine: a write that runs into the
 // write bound may have delivered up to 32 KiB more than it reports (an SSH

@@ -266,6 +266,9 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	if node != nil {
 		spec.node, spec.command, spec.nodeDir = node, req.Command, cwd
 		spec.nodeEnv = append(withoutOverridden(st.defaultEnv, req.Env), nodeEnv(req.Env, extra)...)
+		if st.keepState {
+			prev = sc.nodeStateSpec(spec)
+		}
 	} else {
 		base := os.Environ()
 		if prev.env != nil {
@@ -356,6 +359,9 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	res, err = sc.run(ctx, s, background, yield, synchronous, warnings)
 	if stateFile != nil && err == nil && res.Details.Status != StatusRunning {
 		sc.keepState(res, prev, spec.env, req.Env, cwd, stateFile)
+	}
+	if spec.nodeKeep {
+		sc.keepNodeState(res, err, s, node.name, prev, cwd)
 	}
 	if capped && err == nil && !background && res.Details.Status == StatusRunning && time.Since(start) >= yield {
 		noteCapped(res, st.cappedNote("yieldMs", askedYield, "the command keeps running in the background. Use process wait or poll to wait for it."))

@@ -85,6 +85,7 @@ type nodeConfig struct {
 	keepalive   time.Duration // <= 0: none
 	keepCount   int
 	dialTimeout time.Duration
+	procDir     string // where the node's procfs is read; "" means /proc (tests change it)
 }
 
 // resolveNodes validates the configured nodes. It runs for every Config

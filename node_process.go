@@ -36,19 +36,29 @@ const nodeTagKey = "BGEXEC_SESSION"
 const maxInlineNodeCommand = 32 << 10
 
 // nodeWrapper is the sh script each remote session runs in: it decodes
-// its arguments (shell, default and requested workdir, command, mode,
-// systemd unit, environment), reports its pid and process group on the
-// first line of stderr, and execs the shell, so the shell keeps the pid
-// the SSH server made a session (and process group) leader. It is one
-// line without single quotes, backslash pairs or "!", so any login shell
-// (sh, bash, zsh, fish, csh) passes it on unchanged.
+// its arguments (shell, default, kept and requested workdir, command,
+// mode, systemd unit, shell-state tag, environment), reports its pid,
+// process group, workdir fallback, state file and working directory on
+// the first line of stderr, and execs the shell, so the shell keeps the
+// pid the SSH server made a session (and process group) leader. An
+// environment argument without "=" is a name to unset (a kept shell
+// state's unset). With a state tag other than "-", it opens a private
+// temporary file named after the tag as fd 4 and writes the environment
+// the shell starts with there (see nodeStatePrologue); the tools it runs
+// for that are found with command -p, not on a kept PATH. It is one line
+// without single quotes, backslash pairs or "!", so any login shell (sh,
+// bash, zsh, fish, csh) passes it on unchanged.
 const nodeWrapper = `d() { v=$(printf %bx "$1"); v=${v%x}; }; ` +
 	`d "$1"; s=$v; [ -n "$s" ] || s=${SHELL:-sh}; case $s in *fish) s=sh;; esac; w=0; ` +
 	`d "$2"; if [ -n "$v" ]; then cd -- "$v" 2>/dev/null || w=1; fi; ` +
-	`d "$3"; if [ -n "$v" ]; then cd -- "$v" 2>/dev/null || w=2; fi; ` +
-	`d "$4"; c=$v; m=$5; u=$6; shift 6; for a in "$@"; do d "$a"; export "$v"; done; ` +
+	`d "$4"; r=$v; d "$3"; if [ -n "$v" ]; then cd -- "$v" 2>/dev/null || { [ -n "$r" ] || w=3; }; fi; ` +
+	`if [ -n "$r" ]; then cd -- "$r" 2>/dev/null || w=2; fi; ` +
+	`d "$5"; c=$v; m=$6; u=$7; k=$8; shift 8; for a in "$@"; do d "$a"; case $v in *=*) export "$v";; *) unset -v "$v" 2>/dev/null;; esac; done; ` +
+	`f=-; if [ "$k" != - ]; then f=$(command -p mktemp "${TMPDIR:-/tmp}/bgexec-state-$k.XXXXXX" 2>/dev/null) || f=-; ` +
+	`if [ "$f" != - ] && [ -n "$(printf %s "$f" | command -p tr -d A-Za-z0-9/._-)" ]; then command -p rm -f -- "$f"; f=-; fi; ` +
+	`if [ "$f" != - ]; then exec 4>"$f"; { printf "\000bgexec-start\000"; command -p env -0; printf "\000bgexec-started\000"; } >&4 2>/dev/null; fi; fi; ` +
 	`read -r _ _ _ _ g _ </proc/$$/stat 2>/dev/null || g=$$; ` +
-	`printf "\037bgexec1 %s %s %s %s\n" "$$" "$g" "$w" "$(pwd)" >&2; ` +
+	`printf "\037bgexec1 %s %s %s %s %s\n" "$$" "$g" "$w" "$f" "$(pwd)" >&2; ` +
 	`if [ "$m" = f ]; then exec 3<"$c" || exit 126; rm -f -- "$c"; c=". /dev/fd/3"; fi; ` +
 	`if [ "$u" != - ]; then exec systemd-run --user --scope --quiet --collect --unit="$u" -- "$s" -c "$c"; fi; ` +
 	`exec "$s" -c "$c"`
@@ -78,14 +88,15 @@ func encodeNodeArg(s string) string {
 	return b.String()
 }
 
-// nodeCommand is the exec request's command line.
-func nodeCommand(shell, defDir, dir, cmd, mode, unit string, env []string) string {
+// nodeCommand is the exec request's command line. stateTag is "-" when
+// no shell state is kept.
+func nodeCommand(shell, defDir, stateDir, dir, cmd, mode, unit, stateTag string, env []string) string {
 	var b strings.Builder
 	b.WriteString("exec /bin/sh -c '" + nodeWrapper + "' bgexec")
-	for _, a := range []string{shell, defDir, dir, cmd} {
+	for _, a := range []string{shell, defDir, stateDir, dir, cmd} {
 		b.WriteString(" " + encodeNodeArg(a))
 	}
-	b.WriteString(" " + mode + " " + unit)
+	b.WriteString(" " + mode + " " + unit + " " + stateTag)
 	for _, e := range env {
 		b.WriteString(" " + encodeNodeArg(e))
 	}
@@ -115,7 +126,10 @@ func (p *nodePool) spawnNode(spec *spawnSpec) (sp *spawned, err error) {
 		}
 	}()
 	tag := newNodeTag()
-	mode, body := "c", spec.command
+	mode, body, stateTag := "c", spec.command, "-"
+	if spec.nodeKeep {
+		body, stateTag = nodeStatePrologue(tag)+body, tag
+	}
 	if len(encodeNodeArg(body)) > maxInlineNodeCommand {
 		path, err := c.upload(scriptPrefix + body)
 		if err != nil {
@@ -128,7 +142,7 @@ func (p *nodePool) spawnNode(spec *spawnSpec) (sp *spawned, err error) {
 		unit = "bgexec-" + tag
 	}
 	env := append(append([]string(nil), spec.nodeEnv...), nodeTagKey+"="+tag)
-	cmd := nodeCommand(nc.shell, nc.workdir, spec.nodeDir, body, mode, unit, env)
+	cmd := nodeCommand(nc.shell, nc.workdir, spec.nodeStateDir, spec.nodeDir, body, mode, unit, stateTag, env)
 
 	ch, reqs, err := c.client.OpenChannel("session", nil)
 	if err != nil {
@@ -206,8 +220,8 @@ func (p *nodePool) spawnNode(spec *spawnSpec) (sp *spawned, err error) {
 		said := strings.TrimSpace(pre.String() + line)
 		return nil, fmt.Errorf("node %s did not start the command: %q", nc.name, middleTruncate(said, 300))
 	}
-	f := strings.SplitN(strings.TrimPrefix(line, nodeHeader), " ", 4)
-	if len(f) != 4 {
+	f := strings.SplitN(strings.TrimPrefix(line, nodeHeader), " ", 5)
+	if len(f) != 5 {
 		return nil, fmt.Errorf("node %s sent a malformed start report %q", nc.name, line)
 	}
 	pid, err1 := strconv.Atoi(f[0])
@@ -219,12 +233,19 @@ func (p *nodePool) spawnNode(spec *spawnSpec) (sp *spawned, err error) {
 		return nil, fmt.Errorf("on node %s the command's shell is not a process group leader (pid %d, group %d); bgexec needs an SSH server that starts each command in a session of its own, as OpenSSH does", nc.name, pid, pgid)
 	}
 	rp.pid = pid
-	sp = &spawned{child: rp, stdin: newChanStdin(ch, p.goroutines), cwd: f[3]}
+	if spec.nodeKeep && validStatePath(f[3], tag) {
+		rp.statePath = f[3]
+	}
+	c.track(rp)
+	cwd := f[4]
+	sp = &spawned{child: rp, stdin: newChanStdin(ch, p.goroutines), cwd: cwd}
 	switch f[2] {
 	case "1":
-		sp.warnings = append(sp.warnings, `Warning: the default workdir "`+nc.workdir+`" is unavailable on node `+nc.name+`; using "`+f[3]+`".`)
+		sp.warnings = append(sp.warnings, `Warning: the default workdir "`+nc.workdir+`" is unavailable on node `+nc.name+`; using "`+cwd+`".`)
 	case "2":
-		sp.warnings = append(sp.warnings, `Warning: workdir "`+spec.nodeDir+`" is unavailable on node `+nc.name+`; using "`+f[3]+`".`)
+		sp.warnings = append(sp.warnings, `Warning: workdir "`+spec.nodeDir+`" is unavailable on node `+nc.name+`; using "`+cwd+`".`)
+	case "3":
+		sp.warnings = append(sp.warnings, `Warning: workdir "`+spec.nodeStateDir+`" (left by the previous exec) is unavailable on node `+nc.name+`; using "`+cwd+`".`)
 	}
 	var rest io.Reader = br
 	if pre.Len() > 0 {
@@ -365,6 +386,13 @@ type remoteProcess struct {
 	exited chan struct{} // closed by serveRequests: exit report, or channel end
 	closed chan struct{} // closed by serveRequests when the channel ended
 
+	// statePath is the node's file of the shell's state (its fd 4),
+	// "" when no state is kept; Release reads it and removes it.
+	statePath string
+
+	resMu    sync.Mutex // orders the resource views noted; guards resNoted
+	resNoted time.Time  // when the last view noted was read
+
 	mu       sync.Mutex // guards the fields below
 	gotExit  bool
 	code     int
@@ -372,6 +400,11 @@ type remoteProcess struct {
 	lost     error  // the connection dropped before the exit report
 	reaped   bool
 	released bool
+	// The shell state: stateDropped says nobody wants it (the exec went
+	// to the background), so Release removes the file unread; state is
+	// what Release read, until takeState takes it.
+	stateDropped bool
+	state        []byte
 }
 
 func (p *remoteProcess) Pid() int { return p.pid }
@@ -519,13 +552,28 @@ func (p *remoteProcess) Release() error {
 	}
 	p.released = true
 	lost := p.lost
+	readState := p.statePath != "" && !p.stateDropped
 	p.mu.Unlock()
 	defer p.conn.release()
+	defer p.conn.untrack(p)
 	_ = p.ch.Close() // the engine closed its streams already
 	if lost != nil {
 		return nil // the session's end text says what is known
 	}
-	code, err := p.conn.control(aliveScript(p.pid, p.tag, p.unit))
+	script := aliveScript(p.pid, p.tag, p.unit)
+	if p.statePath != "" {
+		script = stateFileScript(p.statePath, readState) + script
+	}
+	out, code, err := p.conn.controlOutput(script)
+	if readState && err == nil {
+		if data, ok := parseStateDump(out); ok {
+			p.mu.Lock()
+			if !p.stateDropped {
+				p.state = data
+			}
+			p.mu.Unlock()
+		}
+	}
 	switch {
 	case err != nil:
 		return fmt.Errorf("could not check process group %d on node %s: %w", p.pid, p.conn.node.name, err)
@@ -619,4 +667,22 @@ func (p *remoteProcess) PeekStatus() (syscall.WaitStatus, error) {
 		return 0, errors.New("the shell did not exit with a code")
 	}
 	return syscall.WaitStatus((p.code & 0xff) << 8), nil
+}
+
+// dropState says the exec that started this session does not want its
+// shell state (it went to the background): Release removes the file
+// unread, and what it read already is let go.
+func (p *remoteProcess) dropState() {
+	p.mu.Lock()
+	p.stateDropped, p.state = true, nil
+	p.mu.Unlock()
+}
+
+// takeState returns the shell state Release read (the file's bytes), once.
+func (p *remoteProcess) takeState() ([]byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	data := p.state
+	p.state = nil
+	return data, data != nil
 }

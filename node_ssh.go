@@ -170,8 +170,16 @@ type nodeConn struct {
 	scopeOnce sync.Once
 	scope     bool // systemd-run --user --scope works on the node
 
-	mu      sync.Mutex // guards running
-	running int        // sessions on this connection
+	mu      sync.Mutex                  // guards running and procs
+	running int                         // sessions on this connection
+	procs   map[*remoteProcess]struct{} // its sessions not released yet (resource reads)
+
+	resMu    sync.Mutex                    // guards the fields below
+	resAt    time.Time                     // when the read of resViews ended
+	resBegan time.Time                     // when it began
+	resNext  time.Time                     // the next read begins no sooner
+	resViews map[*remoteProcess]*Resources // the last read; a nil view: unreadable
+	resRead  chan struct{}                 // a read under way: closed when it is done; nil when none
 
 	ctlMu sync.Mutex    // serialises control commands; guards ctl and ctlIn
 	ctl   ssh.Channel   // the control shell, nil until first needed or after it broke
@@ -325,6 +333,26 @@ func (c *nodeConn) release() {
 	c.mu.Lock()
 	c.running--
 	c.mu.Unlock()
+}
+
+// track adds a started session to those whose resources are read.
+func (c *nodeConn) track(p *remoteProcess) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.procs == nil {
+		c.procs = make(map[*remoteProcess]struct{})
+	}
+	c.procs[p] = struct{}{}
+}
+
+// untrack removes a released session.
+func (c *nodeConn) untrack(p *remoteProcess) {
+	c.mu.Lock()
+	delete(c.procs, p)
+	c.mu.Unlock()
+	c.resMu.Lock()
+	delete(c.resViews, p)
+	c.resMu.Unlock()
 }
 
 // controlTimeout bounds one control command (kill, check, upload).

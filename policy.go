@@ -257,7 +257,7 @@ func (sc *Scope) policyGate(req *ExecRequest, cwd string) (string, *ApprovalRequ
 	if sec == securityFull && ask != askAlways {
 		return "", nil
 	}
-	verdict, err := sc.allowlistChecker().Check(req.Command)
+	verdict, err := sc.allowlistChecker(req.Node).Check(req.Command)
 	if err != nil {
 		return fmt.Sprintf("exec denied: the command does not parse as shell (%v). Fix the syntax and retry.", err), nil
 	}

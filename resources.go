@@ -6,8 +6,11 @@ import (
 )
 
 // Resources is what a running session uses now, from its cgroup's
-// counters (list entries and poll details). Values are read when the
-// call is made; a field that cannot be read is 0.
+// counters (list entries and poll details); on a node, from the node's
+// /proc (see the package documentation's "Nodes over SSH"). Values are
+// read at most every 250 ms and reused in between (on a node, a view
+// may be older while its next read is under way); a field that cannot
+// be read is 0.
 //
 // A Resources is a plain value with no internal locking: it is safe to read
 // from several goroutines, but not to change while another reads it.

@@ -61,6 +61,9 @@ func (rs *resourceScan) of(s *session.Session) *Resources { return rs.view(s, fa
 func (rs *resourceScan) view(s *session.Session, fresh bool) *Resources {
 	c, ok := s.Process().(*osChild)
 	if !ok {
+		if rp, ok := s.Process().(*remoteProcess); ok {
+			return rp.resources(s, fresh) // read on the node (node_resources.go)
+		}
 		return nil
 	}
 	rc := &c.res

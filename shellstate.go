@@ -14,38 +14,53 @@ import (
 )
 
 // shellState is what one scope's execs left for the next one
-// (Config.KeepShellState): a working directory and a whole environment.
+// (Config.KeepShellState): a working directory and a whole environment
+// on this machine; on a node, the variables the commands changed
+// relative to the node's own environment.
 type shellState struct {
 	cwd string   // "" means the default workdir
-	env []string // nil means the host's environment
+	env []string // nil means the host's environment; on a node, the variables set
+	// unset are the variables the commands unset on a node (names).
+	unset []string
 }
 
-// shellStates holds every scope's shell state. The zero value is ready.
+// shellStates holds every scope's shell state: one for this machine,
+// and one per node. The zero value is ready.
 type shellStates struct {
-	mu     sync.Mutex // guards scopes
-	scopes map[string]shellState
+	mu     sync.Mutex                       // guards scopes
+	scopes map[string]map[string]shellState // by scope, then node ("" for this machine)
 }
 
-func (s *shellStates) get(scope string) (shellState, bool) {
+func (s *shellStates) get(scope string) (shellState, bool) { return s.getOn(scope, "") }
+
+func (s *shellStates) set(scope string, st shellState) { s.setOn(scope, "", st) }
+
+// getOn returns the scope's state on a node ("" is this machine).
+func (s *shellStates) getOn(scope, node string) (shellState, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, ok := s.scopes[scope]
+	st, ok := s.scopes[scope][node]
 	return st, ok
 }
 
-func (s *shellStates) set(scope string, st shellState) {
+// setOn stores the scope's state on a node ("" is this machine).
+func (s *shellStates) setOn(scope, node string, st shellState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.scopes == nil {
-		s.scopes = make(map[string]shellState)
+		s.scopes = make(map[string]map[string]shellState)
 	}
-	s.scopes[scope] = st
+	if s.scopes[scope] == nil {
+		s.scopes[scope] = make(map[string]shellState)
+	}
+	s.scopes[scope][node] = st
 }
 
+// reset forgets the scope's states, on this machine and every node.
 func (s *shellStates) reset(scope string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.scopes[scope]
+	ok := len(s.scopes[scope]) > 0
 	delete(s.scopes, scope)
 	return ok
 }
@@ -146,26 +161,20 @@ func (sc *Scope) carry(prev shellState, base, started []string, callEnv map[stri
 	for k := range keys {
 		bv, inBase := baseM[k]
 		lv, inLeft := leftM[k]
-		sv, inStart := startM[k]
-		keep := func() {
-			if inBase {
-				out[k] = bv
-			}
-		}
-		switch {
-		case unmanagedKey(k), inLeft == inStart && lv == sv:
-			// Unchanged by the command: the base value stays (a marker
-			// or a per-call value applied to that call only).
-			keep()
-		case k == "PATH":
+		switch sc.changed(k, startM, leftM) {
+		case changeCarry:
 			if inLeft {
 				out[k] = lv
 			}
-		case sc.reg.env.ValidateOverrides(map[string]string{k: "x"}) != "":
+		case changeRefused:
 			refused = append(refused, k)
-			keep()
-		case inLeft:
-			out[k] = lv
+			fallthrough
+		default:
+			// Unchanged by the command: the base value stays (a marker
+			// or a per-call value applied to that call only).
+			if inBase {
+				out[k] = bv
+			}
 		}
 	}
 	next.env = make([]string, 0, len(out))
@@ -175,6 +184,30 @@ func (sc *Scope) carry(prev shellState, base, started []string, callEnv map[stri
 	slices.Sort(next.env)
 	slices.Sort(refused)
 	return next, refused
+}
+
+// What a command did to a variable (see changed).
+const (
+	changeNone    = iota // unchanged, or one the shell sets on its own
+	changeCarry          // changed, and carried
+	changeRefused        // changed, but refused by the environment rules
+)
+
+// changed says what the command did to variable k, from the environment
+// its shell started with and the one it left: the same rules on this
+// machine and on nodes.
+func (sc *Scope) changed(k string, started, left map[string]string) int {
+	lv, inLeft := left[k]
+	sv, inStart := started[k]
+	switch {
+	case unmanagedKey(k), inLeft == inStart && lv == sv:
+		return changeNone
+	case k == "PATH":
+		return changeCarry
+	case sc.reg.env.ValidateOverrides(map[string]string{k: "x"}) != "":
+		return changeRefused
+	}
+	return changeCarry
 }
 
 // carriedRefusedNote is the line a result gets when the command changed
@@ -249,10 +282,13 @@ func (sc *Scope) keepState(res *Result, prev shellState, started []string, callE
 // allowlistChecker is the registry's allowlist checker, or, when the
 // scope's shell state carries a PATH other than the host's, one that
 // resolves names on the carried PATH (see checkerFor).
-func (sc *Scope) allowlistChecker() *allowlist.Checker {
+func (sc *Scope) allowlistChecker(node string) *allowlist.Checker {
 	base := sc.reg.checker() // the configured entries and allow-always rules
-	if !sc.reg.cfg.keepState || sc.reg.cfg.host == "node" {
+	if !sc.reg.cfg.keepState {
 		return base
+	}
+	if sc.reg.cfg.host == "node" {
+		return sc.nodeAllowlistChecker(base, node)
 	}
 	prev, ok := sc.reg.shells.get(sc.key)
 	if !ok || prev.env == nil {

@@ -36,6 +36,10 @@ type spawnSpec struct {
 	command string
 	nodeDir string
 	nodeEnv []string
+	// With Config.KeepShellState on a node: nodeKeep captures the state
+	// (shellstate_node.go), nodeStateDir is the kept working directory.
+	nodeKeep     bool
+	nodeStateDir string
 }
 
 // spawned is a started command and the descriptors the session owns.

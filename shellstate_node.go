@@ -1,0 +1,230 @@
+package bgexec
+
+import (
+	"bytes"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/bgexec/bgexec/internal/allowlist"
+	"github.com/bgexec/bgexec/internal/session"
+)
+
+// Shell state on nodes (Config.KeepShellState with Host "node").
+//
+// The state is kept per scope and per node: what an exec on node A left
+// applies to the scope's next exec on A, never to one on node B. It is
+// captured as on this machine, without touching the output: the wrapper
+// (nodeWrapper) opens a private temporary file on the node as the
+// shell's fd 4 and writes the environment the shell starts with there;
+// the EXIT trap of nodeStatePrologue appends the final working directory
+// and environment. When the session ends, Release reads the file over
+// the control shell (hex, through od) and removes it, in the round trip
+// of its alive check. The node's environment is its own (the login's), so
+// a node's state is not a whole environment but what the commands
+// changed: the variables they set and those they unset, applied by the
+// wrapper before the call's own env.
+
+// nodeStatePrologue is statePrologue for a node: the trap writes only
+// when fd 4 is still the state file the wrapper made for this session.
+func nodeStatePrologue(tag string) string {
+	return strings.Replace(statePrologue, "/memfd:bgexec-state*", "*/bgexec-state-"+tag+".*", 1)
+}
+
+// validStatePath reports whether path is a state file the wrapper made
+// for the session tagged tag: absolute, of plain characters only (it goes
+// into a control script), named after the tag.
+func validStatePath(path, tag string) bool {
+	if !strings.HasPrefix(path, "/") || !strings.Contains(path, "/bgexec-state-"+tag+".") {
+		return false
+	}
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/._-", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// stateFileScript is the control script's part that reads the state file
+// (when read), as "S" and its bytes in hex on one line, if it is at most
+// stateMaxBytes, and removes it.
+func stateFileScript(path string, read bool) string {
+	s := "f=" + path + "; "
+	if read {
+		s += "n=$(wc -c <\"$f\" 2>/dev/null) && [ $n -le " + strconv.Itoa(stateMaxBytes) + " ] && { printf S; od -An -v -tx1 \"$f\" | tr -d \" \\n\"; echo; }; "
+	}
+	return s + "rm -f -- \"$f\"; "
+}
+
+// parseStateDump decodes stateFileScript's output.
+func parseStateDump(lines []string) ([]byte, bool) {
+	for _, l := range lines {
+		if h, ok := strings.CutPrefix(l, "S"); ok {
+			data, err := hex.DecodeString(strings.TrimSpace(h))
+			return data, err == nil
+		}
+	}
+	return nil, false
+}
+
+// parseNodeState splits a node's state file into the environment the
+// shell started with and what its EXIT trap left.
+func parseNodeState(data []byte) (started []string, cwd string, left []string, ok bool) {
+	const begin, end = "\x00bgexec-start\x00", "\x00bgexec-started\x00"
+	b := bytes.Index(data, []byte(begin))
+	e := bytes.Index(data, []byte(end))
+	if b < 0 || e < b {
+		return nil, "", nil, false
+	}
+	for _, kv := range bytes.Split(data[b+len(begin):e], []byte{0}) {
+		if i := bytes.IndexByte(kv, '='); i > 0 {
+			started = append(started, string(kv))
+		}
+	}
+	cwd, left, ok = parseState(data[e+len(end):])
+	return started, cwd, left, ok
+}
+
+// validName reports whether k can be a shell variable's name.
+func validName(k string) bool {
+	if k == "" || k[0] >= '0' && k[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// carryNode computes a node's next state from the one the exec started
+// with (prev), the environment its shell started with and the one it
+// left, by the rules of this machine (see changed): a changed variable
+// is set or unset from now on. It returns the changed keys the
+// environment rules refuse, which are not carried.
+func (sc *Scope) carryNode(prev shellState, started, left []string, startCwd, cwd string) (shellState, []string) {
+	next := shellState{cwd: prev.cwd}
+	if cwd != "" && cwd != startCwd {
+		next.cwd = cwd
+	}
+	set := envMap(prev.env)
+	unset := make(map[string]bool, len(prev.unset))
+	for _, k := range prev.unset {
+		unset[k] = true
+	}
+	startM, leftM := envMap(started), envMap(left)
+	keys := make(map[string]bool, len(startM)+len(leftM))
+	for k := range startM {
+		keys[k] = true
+	}
+	for k := range leftM {
+		keys[k] = true
+	}
+	var refused []string
+	for k := range keys {
+		switch sc.changed(k, startM, leftM) {
+		case changeRefused:
+			refused = append(refused, k)
+		case changeCarry:
+			if !validName(k) {
+				continue
+			}
+			if v, ok := leftM[k]; ok {
+				set[k] = v
+				delete(unset, k)
+			} else {
+				delete(set, k)
+				unset[k] = true
+			}
+		}
+	}
+	for k, v := range set {
+		next.env = append(next.env, k+"="+v)
+	}
+	for k := range unset {
+		next.unset = append(next.unset, k)
+	}
+	slices.Sort(next.env)
+	slices.Sort(next.unset)
+	slices.Sort(refused)
+	return next, refused
+}
+
+// nodeStateSpec sets up an exec on a node to start from the scope's
+// state there and to capture the state it leaves. It returns the state
+// it starts from.
+func (sc *Scope) nodeStateSpec(spec *spawnSpec) shellState {
+	prev, _ := sc.reg.shells.getOn(sc.key, spec.node.name)
+	spec.nodeKeep, spec.nodeStateDir = true, prev.cwd
+	carried := make([]string, 0, len(prev.unset)+len(prev.env))
+	carried = append(carried, prev.unset...) // a bare name is unset
+	carried = append(carried, prev.env...)
+	spec.nodeEnv = append(carried, spec.nodeEnv...)
+	return prev
+}
+
+// keepNodeState stores what a node exec's shell left as the scope's
+// state on that node, and notes in res what did not carry; an exec that
+// went to the background (or failed with err) leaves the state alone and
+// its file is removed unread.
+func (sc *Scope) keepNodeState(res *Result, err error, s *session.Session, node string, prev shellState, startCwd string) {
+	rp, ok := s.Process().(*remoteProcess)
+	if !ok {
+		return
+	}
+	if err != nil || res.Details.Status == StatusRunning {
+		rp.dropState()
+		return
+	}
+	data, ok := rp.takeState()
+	if !ok {
+		return
+	}
+	started, cwd, left, ok := parseNodeState(data)
+	if !ok {
+		return // no state written: exec'd away, killed, or its own EXIT trap
+	}
+	next, refused := sc.carryNode(prev, started, left, startCwd, cwd)
+	sc.reg.shells.setOn(sc.key, node, next)
+	if len(refused) > 0 {
+		res.Details.NotCarried = refused
+		res.Content[0].Text += "\n\n" + carriedRefusedNote(refused)
+	}
+}
+
+// errNodePath is why a name does not resolve on a node's carried PATH.
+type errNodePath struct{}
+
+func (errNodePath) Error() string { return "the carried PATH is the node's: not resolved here" }
+
+// nodeAllowlistChecker is the allowlist checker for an exec on node
+// name: when the scope's state there changed PATH, a bare listed name is
+// not taken for the listed program, since which file the carried PATH
+// names on the node cannot be checked from here (a full path still
+// matches as before).
+func (sc *Scope) nodeAllowlistChecker(base *allowlist.Checker, name string) *allowlist.Checker {
+	if sc.reg.nodes == nil {
+		return base
+	}
+	nc, msg := sc.reg.nodes.pickNode(name)
+	if msg != "" {
+		return base // the exec fails on the node name anyway
+	}
+	prev, ok := sc.reg.shells.getOn(sc.key, nc.name)
+	if !ok {
+		return base
+	}
+	_, setPath := stateValue(prev.env, "PATH")
+	if !setPath && !slices.Contains(prev.unset, "PATH") {
+		return base
+	}
+	cc := *base
+	cc.HostLookPath = base.LookPath
+	cc.LookPath = func(string) (string, error) { return "", errNodePath{} }
+	return &cc
+}
