@@ -25,7 +25,8 @@ import (
 //   - control: "action" (kill, remove, clear);
 //   - end: "exitCode" (null when a signal ended it), "signal" ("" when it
 //     exited), "exitReason", "durationMs", "outputBytes", "truncated",
-//     "removed", and "memoryLimitBytes" for an out-of-memory end.
+//     "removed", "cpuMs" (-1 when unknown; see Event.CPUMs), and "memoryLimitBytes" for
+//     an out-of-memory end.
 //
 // The returned value is a [CheckedObserver]: a write error is its failure
 // (see Config.ObserverRequired). Writes are serialized, so w needs no
@@ -94,6 +95,7 @@ type auditEnd struct {
 	Truncated        bool   `json:"truncated"`
 	Removed          bool   `json:"removed"`
 	MemoryLimitBytes int64  `json:"memoryLimitBytes,omitempty"`
+	CPUMs            int64  `json:"cpuMs"`
 }
 
 // Observe writes ev; a write error is dropped (see ObserveErr).
@@ -121,7 +123,7 @@ func (a *auditLog) ObserveErr(ev Event) error {
 	case EventControl:
 		line = auditControl{head, ev.Action}
 	case EventEnd:
-		line = auditEnd{head, ev.ExitCode, ev.Signal, ev.ExitReason, ev.Duration.Milliseconds(), ev.OutputBytes, ev.Truncated, ev.Removed, ev.MemoryLimitBytes}
+		line = auditEnd{head, ev.ExitCode, ev.Signal, ev.ExitReason, ev.Duration.Milliseconds(), ev.OutputBytes, ev.Truncated, ev.Removed, ev.MemoryLimitBytes, ev.CPUMs}
 	default:
 		line = head
 	}

@@ -34,10 +34,11 @@ type osChild struct {
 	// signal n as exit code 128+n (see sandboxStatus).
 	sandboxed bool
 
-	mu      sync.Mutex     // guards reaped, killErr and sent
-	reaped  bool           // after reaping, the pgid may be reused: never signal it
-	killErr error          // why the last SIGKILL may have missed a process; nil if it did not
-	sent    syscall.Signal // the last signal other than SIGKILL sent to a sandbox
+	mu      sync.Mutex      // guards reaped, killErr and sent
+	reaped  bool            // after reaping, the pgid may be reused: never signal it
+	killErr error           // why the last SIGKILL may have missed a process; nil if it did not
+	usage   *syscall.Rusage // the leader's rusage from its reaping; guarded by mu
+	sent    syscall.Signal  // the last signal other than SIGKILL sent to a sandbox
 }
 
 func (c *osChild) Pid() int { return c.leader }
@@ -139,9 +140,13 @@ func (c *osChild) Reap() (syscall.WaitStatus, error) {
 		// The os.Process was released at start; reap with wait4.
 		defer c.pidfd.Close()
 		var ws unix.WaitStatus
+		var ru unix.Rusage
 		for {
-			_, err := unix.Wait4(c.leader, &ws, 0, nil)
+			_, err := unix.Wait4(c.leader, &ws, 0, &ru)
 			if err != unix.EINTR {
+				if err == nil {
+					c.usage = &syscall.Rusage{Utime: syscall.Timeval(ru.Utime), Stime: syscall.Timeval(ru.Stime)}
+				}
 				return c.sandboxStatus(syscall.WaitStatus(ws)), err
 			}
 		}
@@ -150,7 +155,25 @@ func (c *osChild) Reap() (syscall.WaitStatus, error) {
 	if c.cmd.ProcessState == nil {
 		return 0, errors.New("bgexec: process state unavailable")
 	}
+	c.usage, _ = c.cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	return c.sandboxStatus(c.cmd.ProcessState.Sys().(syscall.WaitStatus)), nil
+}
+
+// EndUsage is the CPU time, in milliseconds, the session's processes used,
+// from the leader's reaping (wait4's rusage): the leader's and that of
+// every descendant it, or one of its waited-for children, reaped. A
+// process that was never waited for (a daemon that left the tree) is not
+// counted. ok is false before the reaping, and for a sandboxed session:
+// bubblewrap hands its command's status on without the reaping that
+// would account the command's time to it.
+func (c *osChild) EndUsage() (cpuMs int64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.usage == nil || c.sandboxed {
+		return 0, false
+	}
+	u := c.usage
+	return (u.Utime.Sec+u.Stime.Sec)*1000 + (u.Utime.Usec+u.Stime.Usec)/1000, true
 }
 
 // release removes the session's cgroup once its processes are gone. An

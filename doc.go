@@ -699,9 +699,12 @@
 // overrides; sent before the process is created), "input" (each write,
 // send-keys, paste, submit and eof: its size, and its bytes only with
 // Config.ObserveInputData), "control" (kill, remove, clear) and "end"
-// (exit code or signal, exit reason, duration, output bytes, truncation;
-// a spawn that failed ends with "spawn-error"). An exec's decision and
-// spawn share Event.CallID. Peak resource use is not measured.
+// (exit code or signal, exit reason, duration, output bytes, truncation,
+// and the CPU time of the processes the shell waited for, from wait4's
+// rusage; a spawn that failed ends with "spawn-error"). An exec's decision
+// and spawn share Event.CallID. Peak memory is not reported: wait4's
+// ru_maxrss counts the embedding process's own resident set, which a
+// child shares until its exec.
 //
 // Events go through one bounded queue (Config.ObserverQueue, 4096 by
 // default), delivered in order by one goroutine the registry owns, so a

@@ -142,8 +142,21 @@ type Event struct {
 	// End events: whether the session had been removed (process remove).
 	Removed bool
 	// End events: the memory limit in bytes it hit, when ExitReason is
-	// "oom"; 0 otherwise. Peak usage is not measured.
+	// "oom"; 0 otherwise. Peak memory is not reported: wait4's ru_maxrss
+	// counts the embedding process's own resident set, which a child
+	// shares until its exec.
 	MemoryLimitBytes int64
+	// End events: the CPU time, in milliseconds, of the session's
+	// processes that were waited for (the shell and every descendant it or
+	// its children reaped, from wait4's rusage); -1 when unknown (a
+	// sandboxed or node session, a spawn error).
+	CPUMs int64
+}
+
+// endUsager is a session process that can say what its processes used
+// once it was reaped.
+type endUsager interface {
+	EndUsage() (cpuMs int64, ok bool)
 }
 
 // Observer sees every exec call and session of a registry (see
@@ -570,7 +583,7 @@ func (so spawnObservation) spawnFailed(start time.Time) {
 	}
 	so.reg.observe(Event{
 		Kind: EventEnd, Scope: so.scope, CallID: so.call, SessionID: so.id,
-		ExitReason: string(session.ReasonSpawnError), Duration: time.Since(start),
+		ExitReason: string(session.ReasonSpawnError), Duration: time.Since(start), CPUMs: -1,
 	})
 	so.release()
 }
@@ -659,11 +672,17 @@ func (r *Registry) observeEnd(s *session.Session) {
 	}
 	sn := s.Snapshot(0)
 	e := sn.Exit
+	cpu := int64(-1)
+	if u, ok := s.Process().(endUsager); ok {
+		if c, ok := u.EndUsage(); ok {
+			cpu = c
+		}
+	}
 	r.observe(Event{
 		Kind: EventEnd, Time: e.At, Scope: s.Scope(), CallID: r.obs.takeCall(s.ID()), SessionID: s.ID(),
 		ExitCode: e.Code, Signal: e.Signal, ExitReason: string(e.Reason),
 		Duration: e.At.Sub(s.StartedAt()), OutputBytes: s.OutputBytes(), Truncated: sn.Truncated,
-		Removed: sn.Removed, MemoryLimitBytes: e.MemoryLimit,
+		Removed: sn.Removed, MemoryLimitBytes: e.MemoryLimit, CPUMs: cpu,
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -552,4 +553,27 @@ func TestObserverRequiredStuckObserverClose(t *testing.T) {
 		t.Fatal("the exec still waits for the observer after Close gave up on it")
 	}
 	assert.NoFileExists(t, marker)
+}
+
+func TestObserverEndUsage(t *testing.T) {
+	needTool(t, "python3")
+	rec := newEvRecorder()
+	reg := newTestRegistry(t, Config{Observer: rec})
+	// Some CPU time in a grandchild of the shell.
+	res := mustExec(t, reg.Scope("agent:a"), &ExecRequest{Command: `python3 -c 'print(sum(range(5000000)))'; true`})
+	require.Equal(t, StatusCompleted, res.Details.Status, res.Text())
+	evs := rec.await(t, "the end", func(evs []Event) bool {
+		return find(evs, func(e Event) bool { return e.Kind == EventEnd }) >= 0
+	})
+	e := evs[find(evs, func(e Event) bool { return e.Kind == EventEnd })]
+	if inSandboxSuite() {
+		assert.Equal(t, int64(-1), e.CPUMs, "bubblewrap does not account its command's time")
+	} else {
+		assert.GreaterOrEqual(t, e.CPUMs, int64(10), "the CPU time of the reaped processes (python's sum takes well over 10 ms)")
+	}
+
+	var buf bytes.Buffer
+	log := NewAuditLog(&buf)
+	log.Observe(e)
+	assert.Contains(t, buf.String(), fmt.Sprintf(`"cpuMs":%d`, e.CPUMs))
 }
