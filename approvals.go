@@ -136,10 +136,14 @@ func (sc *Scope) Check(ctx context.Context, req *ExecRequest) (*CheckResult, err
 	if msg := sc.reg.env.ValidateOverrides(req.Env); msg != "" {
 		return refuse(msg)
 	}
+	c := &execCall{req: req}
+	var msg string
+	if c.host, msg = sc.reg.hosts.pick(req); msg != "" {
+		return refuse(msg)
+	}
 	cwd := strings.TrimSpace(req.Workdir)
-	if sc.reg.cfg.host != "node" {
-		var msg string
-		if cwd, _, msg = sc.localWorkdir(req, sc.reg.cfg.workdir); msg != "" {
+	if c.host.node == "" {
+		if cwd, _, msg = sc.localWorkdir(c, sc.reg.cfg.workdir); msg != "" {
 			return refuse(msg)
 		}
 	}

@@ -467,8 +467,16 @@ func (c *osChild) PeekStatus() (syscall.WaitStatus, error) {
 	return syscall.WaitStatus(st.exitCode), nil
 }
 
-// isOSProcess reports whether p is a real process (not a test fake).
-func isOSProcess(p session.Process) bool {
-	_, ok := p.(*osChild)
-	return ok
+// InCgroup reports whether c runs in a session cgroup.
+func (c *osChild) InCgroup() bool { return c.cg != nil }
+
+// WatchEscapes remembers the session's processes before a kill, when it
+// has no cgroup: a process that left the process group survives the
+// group's kill (see escapeWarning).
+func (c *osChild) WatchEscapes() (func() string, error) {
+	if c.cg != nil {
+		return nil, nil
+	}
+	before, err := descendants(c.leader)
+	return func() string { return escapeWarning(before) }, err
 }

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/session"
 )
 
@@ -118,185 +119,32 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	if err := sc.begin(ctx, "exec", req == nil); err != nil {
 		return nil, err
 	}
-	st := &sc.reg.cfg
-	if strings.TrimSpace(req.Command) == "" {
-		return execFailure("Provide a command to start."), nil
-	}
-	if strings.IndexByte(req.Command, 0) >= 0 {
-		return execFailure("The command contains a NUL byte; remove it and retry."), nil
-	}
-	if msg := sc.reg.env.ValidateOverrides(req.Env); msg != "" {
-		return execFailure(msg), nil
-	}
-	if n := utf8.RuneCountInString(req.Title); n > MaxTitleChars {
-		return execFailure(fmt.Sprintf("The title has %d characters; the most is %d. Shorten it and retry.", n, MaxTitleChars)), nil
-	}
-	reqTimeout, msg := pickTimeout(req)
+	c, msg := sc.checkExec(req)
 	if msg != "" {
 		return execFailure(msg), nil
 	}
-	timeout, msg := resolveTimeout(reqTimeout, st.timeout)
-	var capWarning string
-	if v := reqTimeout; msg != "" && st.maxTimeout > 0 && v != nil && *v > maxTimeoutSec && !math.IsInf(*v, 1) {
-		// Past the largest timeout, but the host's cap is lower still:
-		// capped like any other long timeout.
-		timeout, msg = st.maxTimeout, ""
-		capWarning = fmt.Sprintf("Warning: the timeout is capped at %s seconds by the host (requested: %s seconds).", formatSeconds(st.maxTimeout), strconv.FormatFloat(*v, 'f', -1, 64))
-	}
-	if msg != "" {
+	if msg := sc.placeExec(c); msg != "" {
 		return execFailure(msg), nil
 	}
-	if capWarning == "" {
-		timeout, capWarning = capTimeout(timeout, st.maxTimeout, reqTimeout)
+	c.call = newCallID()
+	if res, err, done := sc.decideExec(ctx, c); done {
+		return res, err
 	}
-	stdinPipe := false
-	switch strings.ToLower(strings.TrimSpace(req.Stdin)) {
-	case "", "closed":
-	case "pipe":
-		stdinPipe = true
-	default:
-		return execFailure(fmt.Sprintf("Invalid stdin %q: use \"closed\" or \"pipe\".", req.Stdin)), nil
-	}
-	split, msg := parseStreams(req)
-	if msg != "" {
-		return execFailure(msg), nil
-	}
-	var warnings []string
-	if capWarning != "" {
-		warnings = append(warnings, capWarning)
-	}
-	var node *nodeConfig
-	var cwd, warn string
-	if st.host == "node" {
-		// The workdir is the node's: it is checked there, at the start.
-		var msg string
-		if node, msg = sc.reg.nodes.pickNode(req.Node); msg != "" {
+	sc.windowExec(c)
+	spec := sc.execSpec(c)
+	if p, ok := c.host.host.(host.Preparer); ok {
+		if msg := p.Prepare(spec); msg != "" {
 			return execFailure(msg), nil
 		}
-		cwd = strings.TrimSpace(req.Workdir)
-	} else {
-		if n := strings.TrimSpace(req.Node); n != "" {
-			return execFailure(fmt.Sprintf("Node %q given, but commands run on the %s here; node needs host=node (tools.exec.host).", n, st.host)), nil
-		}
-		def := st.workdir
-		if st.keepState {
-			if prev, ok := sc.reg.shells.get(sc.key); ok && prev.cwd != "" {
-				if isDir(prev.cwd) {
-					def = prev.cwd
-				} else if strings.TrimSpace(req.Workdir) == "" {
-					warnings = append(warnings, `Warning: workdir "`+prev.cwd+`" (left by the previous exec) is unavailable; using "`+defaultWorkdir(st.workdir)+`".`)
-				}
-			}
-		}
-		var msg string
-		if cwd, warn, msg = sc.localWorkdir(req, def); msg != "" {
-			return execFailure(msg), nil
-		}
-	}
-	if warn != "" {
-		warnings = append(warnings, warn)
-	}
-	call := newCallID()
-	if refusal, v, err := sc.checkPolicy(ctx, req, cwd); err != nil || refusal != "" {
-		if errors.Is(err, ErrApprovalDeferred) {
-			_, areq := sc.policyGate(req, cwd)
-			res := sc.deferExec(req, areq)
-			sc.observeDecision(ctx, call, req, cwd, v, res.Details.ApprovalID)
-			return res, nil
-		}
-		sc.observeDecision(ctx, call, req, cwd, v, "")
-		if err != nil {
-			return nil, err
-		}
-		return execFailure(refusal), nil
-	} else if msg := sc.observeDecision(ctx, call, req, cwd, v, ""); msg != "" {
-		return execFailure(msg), nil
-	}
-	synchronous := st.backgroundOff
-	if synchronous && (req.YieldMs != nil || req.Background) {
-		warnings = append(warnings, "Warning: background execution is disabled; running synchronously.")
-	}
-	yield := st.yield
-	if req.YieldMs != nil {
-		yield = clampYield(*req.YieldMs)
-	}
-	askedYield, capped := yield, false
-	if !synchronous {
-		yield, capped = st.capWait(yield)
-	}
-
-	// Shell state (Config.KeepShellState): the state this exec starts
-	// from, and the memfd its shell leaves the next one in.
-	keep := st.keepState && node == nil
-	var prev shellState
-	var stateFile *os.File
-	command := req.Command
-	if keep {
-		prev, _ = sc.reg.shells.get(sc.key)
-		if f, err := stateMemfd(); err == nil {
-			stateFile = f
-			defer stateFile.Close()
-			command = statePrologue + req.Command
-		}
-	}
-	args, script := shellArgs(st.shell, command)
-	spec := &spawnSpec{
-		path:      st.shellPath,
-		args:      args,
-		script:    script,
-		dir:       cwd,
-		stdinPipe: stdinPipe,
-		pty:       req.PTY,
-		stateFile: stateFile,
-		cols:      DefaultPTYCols,
-		rows:      DefaultPTYRows,
-	}
-	if spec.path == "" {
-		spec.path = st.shell
-		if p, err := exec.LookPath(st.shell); err == nil {
-			spec.path = p
-		}
-	}
-	// The configured marker comes last, so it wins over CLIMarker when it
-	// names the same key; both win over the inherited and per-call env.
-	extra := []string{CLIMarker, st.marker}
-	if req.PTY && os.Getenv("TERM") == "" && req.Env["TERM"] == "" {
-		extra = append([]string{"TERM=" + DefaultTERM}, extra...)
-	}
-	if node != nil {
-		spec.node, spec.command, spec.nodeDir = node, req.Command, cwd
-		spec.nodeEnv = append(withoutOverridden(st.defaultEnv, req.Env), nodeEnv(req.Env, extra)...)
-		if st.keepState {
-			prev = sc.nodeStateSpec(spec)
-		}
-	} else {
-		base := os.Environ()
-		if prev.env != nil {
-			base = prev.env
-		}
-		inherited := withDefaults(base, st.defaultEnv)
-		if req.PTY {
-			inherited = withoutSizeVars(inherited)
-		}
-		// No pager may wait for a key on a terminal nobody reads; they
-		// win over inherited values (a per-call value is refused).
-		spec.env = sc.reg.env.Merge(inherited, req.Env, append([]string{"PAGER=cat", "GIT_PAGER=cat"}, extra...)...)
-	}
-	hint := ""
-	if p := st.sandbox; p != nil && !req.Elevated && node == nil {
-		// Elevation, when allowed, runs on this machine; nothing else does.
-		if msg := p.prepare(spec, cwd); msg != "" {
-			return execFailure(msg), nil
-		}
-		hint = p.readOnlyHint(cwd, spec.sandboxReadOnly)
 	}
 
 	// The spawn event goes before admit: Close never waits for an
 	// observer that ObserverRequired makes this call wait for.
-	obs, msg := sc.observeSpawn(ctx, call, req, spec, node, cwd)
+	obs, added, msg := sc.observeSpawn(ctx, c, spec.PTY)
 	if msg != "" {
 		return execFailure(msg), nil
 	}
+	spec.Env.Added = added
 	if err := sc.reg.admit(); err != nil {
 		obs.spawnFailed(time.Now())
 		return nil, err
@@ -307,66 +155,246 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 		return execFailure(refusal), nil
 	}
 	start := time.Now()
-	sp, err := sc.reg.spawn(spec)
-	if err != nil && req.PTY && node == nil {
-		warnings = append(warnings, fmt.Sprintf("Warning: PTY spawn failed (%v); retrying without PTY for `%s`.", err, middleTruncate(req.Command, 200)))
-		spec.pty, spec.stdinPipe = false, true
-		sp, err = sc.reg.spawn(spec)
-	}
+	sp, err := c.host.host.Start(ctx, spec)
 	if err != nil {
 		sc.reg.quota.give(sc.key)
 		sc.reg.spawnDone()
 		obs.spawnFailed(start)
-		return spawnFailure(warnings, err, cwd, start), nil
+		return spawnFailure(c.warnings, err, c.cwd, start), nil
 	}
-	if sp.cwd != "" {
-		cwd = sp.cwd
+	if sp.Cwd != "" {
+		c.cwd = sp.Cwd
 	}
-	warnings = append(warnings, sp.warnings...)
-	background := req.Background && !synchronous
-	s := sc.reg.add(session.Options{
-		ID:                 obs.id,
+	c.warnings = append(c.warnings, sp.Warnings...)
+	s := sc.reg.add(sc.sessionOptions(c, spec, sp, obs.id, start))
+	res, err = sc.run(ctx, s, c.background, c.yield, c.synchronous, c.warnings)
+	if sp.State != nil {
+		keep := err == nil && res.Details.Status != StatusRunning
+		if state, ok := sp.State(keep); ok {
+			sc.carryState(res, c, sp, state)
+		}
+	}
+	if c.capped && err == nil && !c.background && res.Details.Status == StatusRunning && time.Since(start) >= c.yield {
+		noteCapped(res, sc.reg.cfg.cappedNote("yieldMs", c.askedYield, "the command keeps running in the background. Use process wait or poll to wait for it."))
+	}
+	return res, err
+}
+
+// execCall is one exec call as it is checked, placed and started.
+type execCall struct {
+	req       *ExecRequest
+	call      string // the call id events carry
+	timeout   time.Duration
+	stdinPipe bool
+	split     bool     // streams: split
+	warnings  []string // for the result
+	host      picked
+	cwd       string     // where it runs (a node's: as asked)
+	prev      shellState // the scope's kept shell state it starts from
+
+	synchronous, background, capped bool
+	yield, askedYield               time.Duration
+}
+
+// checkExec checks the call's arguments that need no host, or returns the
+// failure text.
+func (sc *Scope) checkExec(req *ExecRequest) (*execCall, string) {
+	st := &sc.reg.cfg
+	if strings.TrimSpace(req.Command) == "" {
+		return nil, "Provide a command to start."
+	}
+	if strings.IndexByte(req.Command, 0) >= 0 {
+		return nil, "The command contains a NUL byte; remove it and retry."
+	}
+	if msg := sc.reg.env.ValidateOverrides(req.Env); msg != "" {
+		return nil, msg
+	}
+	if n := utf8.RuneCountInString(req.Title); n > MaxTitleChars {
+		return nil, fmt.Sprintf("The title has %d characters; the most is %d. Shorten it and retry.", n, MaxTitleChars)
+	}
+	c := &execCall{req: req}
+	reqTimeout, msg := pickTimeout(req)
+	if msg != "" {
+		return nil, msg
+	}
+	timeout, msg := resolveTimeout(reqTimeout, st.timeout)
+	var capWarning string
+	if v := reqTimeout; msg != "" && st.maxTimeout > 0 && v != nil && *v > maxTimeoutSec && !math.IsInf(*v, 1) {
+		// Past the largest timeout, but the host's cap is lower still:
+		// capped like any other long timeout.
+		timeout, msg = st.maxTimeout, ""
+		capWarning = fmt.Sprintf("Warning: the timeout is capped at %s seconds by the host (requested: %s seconds).", formatSeconds(st.maxTimeout), strconv.FormatFloat(*v, 'f', -1, 64))
+	}
+	if msg != "" {
+		return nil, msg
+	}
+	if capWarning == "" {
+		timeout, capWarning = capTimeout(timeout, st.maxTimeout, reqTimeout)
+	}
+	c.timeout = timeout
+	switch strings.ToLower(strings.TrimSpace(req.Stdin)) {
+	case "", "closed":
+	case "pipe":
+		c.stdinPipe = true
+	default:
+		return nil, fmt.Sprintf("Invalid stdin %q: use \"closed\" or \"pipe\".", req.Stdin)
+	}
+	if c.split, msg = parseStreams(req); msg != "" {
+		return nil, msg
+	}
+	if capWarning != "" {
+		c.warnings = append(c.warnings, capWarning)
+	}
+	return c, ""
+}
+
+// placeExec picks the call's host and working directory, or returns the
+// failure text. On a node the workdir is the node's: it is checked
+// there, at the start.
+func (sc *Scope) placeExec(c *execCall) string {
+	req, st := c.req, &sc.reg.cfg
+	var msg string
+	if c.host, msg = sc.reg.hosts.pick(req); msg != "" {
+		return msg
+	}
+	if c.host.node != "" {
+		c.cwd = strings.TrimSpace(req.Workdir)
+		return ""
+	}
+	def := st.workdir
+	if st.keepState {
+		if prev, ok := sc.reg.shells.get(sc.key); ok && prev.cwd != "" {
+			if isDir(prev.cwd) {
+				def = prev.cwd
+			} else if strings.TrimSpace(req.Workdir) == "" {
+				c.warnings = append(c.warnings, `Warning: workdir "`+prev.cwd+`" (left by the previous exec) is unavailable; using "`+defaultWorkdir(st.workdir)+`".`)
+			}
+		}
+	}
+	cwd, warn, msg := sc.localWorkdir(c, def)
+	if msg != "" {
+		return msg
+	}
+	c.cwd = cwd
+	if warn != "" {
+		c.warnings = append(c.warnings, warn)
+	}
+	return ""
+}
+
+// decideExec applies the policy and the approver to the call. done means
+// the call ends here with res and err: refused, deferred, or an approver
+// that failed.
+func (sc *Scope) decideExec(ctx context.Context, c *execCall) (res *Result, err error, done bool) {
+	req := c.req
+	refusal, v, err := sc.checkPolicy(ctx, req, c.cwd)
+	if err == nil && refusal == "" {
+		if msg := sc.observeDecision(ctx, c.call, req, c.cwd, v, ""); msg != "" {
+			return execFailure(msg), nil, true
+		}
+		return nil, nil, false
+	}
+	if errors.Is(err, ErrApprovalDeferred) {
+		_, areq := sc.policyGate(req, c.cwd)
+		res := sc.deferExec(req, areq)
+		sc.observeDecision(ctx, c.call, req, c.cwd, v, res.Details.ApprovalID)
+		return res, nil, true
+	}
+	sc.observeDecision(ctx, c.call, req, c.cwd, v, "")
+	if err != nil {
+		return nil, err, true
+	}
+	return execFailure(refusal), nil, true
+}
+
+// windowExec sets how long the call waits before it returns a running
+// session: the yield window, capped by Config.MaxCallWaitMs, or to the end
+// when background execution is off.
+func (sc *Scope) windowExec(c *execCall) {
+	st, req := &sc.reg.cfg, c.req
+	c.synchronous = st.backgroundOff
+	if c.synchronous && (req.YieldMs != nil || req.Background) {
+		c.warnings = append(c.warnings, "Warning: background execution is disabled; running synchronously.")
+	}
+	c.yield = st.yield
+	if req.YieldMs != nil {
+		c.yield = clampYield(*req.YieldMs)
+	}
+	c.askedYield = c.yield
+	if !c.synchronous {
+		c.yield, c.capped = st.capWait(c.yield)
+	}
+	c.background = req.Background && !c.synchronous
+}
+
+// execSpec is what the host starts for the call, with the scope's kept
+// shell state (Config.KeepShellState) to start from.
+func (sc *Scope) execSpec(c *execCall) *host.Spec {
+	st, req := &sc.reg.cfg, c.req
+	spec := &host.Spec{
+		Command:   req.Command,
+		Dir:       c.cwd,
+		StdinPipe: c.stdinPipe,
+		PTY:       req.PTY,
+		Cols:      DefaultPTYCols,
+		Rows:      DefaultPTYRows,
+		Env:       host.Env{Defaults: st.defaultEnv, Overrides: req.Env},
+	}
+	// The configured marker comes last, so it wins over CLIMarker when it
+	// names the same key; both win over the inherited and per-call env.
+	spec.Env.Forced = []string{CLIMarker, st.marker}
+	if req.PTY && os.Getenv("TERM") == "" && req.Env["TERM"] == "" {
+		spec.Env.Forced = append([]string{"TERM=" + DefaultTERM}, spec.Env.Forced...)
+	}
+	if !st.keepState {
+		return spec
+	}
+	c.prev, _ = sc.reg.shells.getOn(sc.key, c.host.node)
+	spec.Carry = &host.Carry{Cwd: c.prev.cwd}
+	if c.host.node != "" {
+		// A bare name is unset on the node.
+		spec.Env.Carried = slices.Concat(c.prev.unset, c.prev.env)
+	} else {
+		spec.Env.Carried = c.prev.env
+	}
+	return spec
+}
+
+// sessionOptions is the session of a started call.
+func (sc *Scope) sessionOptions(c *execCall, spec *host.Spec, sp *host.Started, id string, start time.Time) session.Options {
+	st, req := &sc.reg.cfg, c.req
+	return session.Options{
+		ID:                 id,
 		Scope:              sc.key,
 		Command:            req.Command,
 		Name:               deriveName(req.Command),
 		Title:              req.Title,
-		Cwd:                cwd,
-		PTY:                spec.pty,
-		TTYName:            sp.ttyName,
-		Cols:               int(spec.cols),
-		Rows:               int(spec.rows),
+		Cwd:                c.cwd,
+		PTY:                spec.PTY,
+		TTYName:            sp.TTYName,
+		Cols:               int(spec.Cols),
+		Rows:               int(spec.Rows),
 		StartedAt:          start,
-		Timeout:            timeout,
+		Timeout:            c.timeout,
 		KillGrace:          st.killGrace,
 		DrainTimeout:       st.drainTimeout,
 		MaxChars:           st.maxChars,
 		PendingChars:       st.pendingChars,
 		HeadChars:          st.headChars,
-		SplitStreams:       split,
+		SplitStreams:       c.split,
 		Spill:              sc.reg.spillSpec(),
-		Background:         background,
+		Background:         c.background,
 		NotifyOnExit:       st.notifyOnExit && (st.notifier != nil || st.notices),
 		NotifyEmptySuccess: st.notifyEmpty,
 		// Without the process tool nothing could reach what the shell
 		// leaves running, so a synchronous run ends it with the shell.
-		KeepLeftovers: !synchronous,
+		KeepLeftovers: !c.synchronous,
 		MemoryLimit:   st.limits.MemoryBytes,
-		ReadOnlyHint:  hint,
-		Proc:          sp.child,
-		Outputs:       sp.outputs,
-		Stdin:         sp.stdin,
-	})
-	res, err = sc.run(ctx, s, background, yield, synchronous, warnings)
-	if stateFile != nil && err == nil && res.Details.Status != StatusRunning {
-		sc.keepState(res, prev, spec.env, req.Env, cwd, stateFile)
+		ReadOnlyHint:  sp.Hint,
+		Proc:          sp.Process,
+		Outputs:       sp.Outputs,
+		Stdin:         sp.Stdin,
 	}
-	if spec.nodeKeep {
-		sc.keepNodeState(res, err, s, node.name, prev, cwd)
-	}
-	if capped && err == nil && !background && res.Details.Status == StatusRunning && time.Since(start) >= yield {
-		noteCapped(res, st.cappedNote("yieldMs", askedYield, "the command keeps running in the background. Use process wait or poll to wait for it."))
-	}
-	return res, err
 }
 
 // noteCapped adds the call-cap sentence to a running result, after its
@@ -679,13 +707,14 @@ func resolveWorkdir(req, def string) (cwd, warning, failureText string) {
 
 // localWorkdir resolves the workdir of a call that runs on this machine
 // (def is the default: the configured one, or the one the scope's last
-// exec left) and, for a sandboxed call, checks that it lies in a path the sandbox
-// exposes, so a workdir the sandbox would refuse is refused before any
-// approver is asked. The sandbox checks it again when it binds it.
-func (sc *Scope) localWorkdir(req *ExecRequest, def string) (cwd, warning, failureText string) {
-	cwd, warning, failureText = resolveWorkdir(req.Workdir, def)
-	if p := sc.reg.cfg.sandbox; failureText == "" && p != nil && !req.Elevated {
-		_, _, failureText = p.placeWorkdir(cwd)
+// exec left) and, on a host that limits where commands run (the sandbox),
+// checks that it lies where they may, so a workdir the host would refuse
+// is refused before any approver is asked. The host checks it again when
+// it starts the command.
+func (sc *Scope) localWorkdir(c *execCall, def string) (cwd, warning, failureText string) {
+	cwd, warning, failureText = resolveWorkdir(c.req.Workdir, def)
+	if p, ok := c.host.host.(host.Placer); ok && failureText == "" {
+		failureText = p.Place(cwd)
 	}
 	return cwd, warning, failureText
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bgexec/bgexec/internal/session"
+	"github.com/bgexec/bgexec/internal/host"
 )
 
 // Resources of node sessions: read on the node, over the connection's
@@ -64,7 +64,7 @@ type nodeProcInfo struct {
 
 // parseNodeResources turns nodeResourceScript's output into each
 // group's resources; ok is false when it said nothing usable.
-func parseNodeResources(lines []string, groups []int) (map[int]*Resources, bool) {
+func parseNodeResources(lines []string, groups []int) (map[int]*host.Usage, bool) {
 	page, hz := int64(4096), int64(userHZ)
 	sawHeader := false
 	procs := map[int]*nodeProcInfo{}
@@ -119,9 +119,9 @@ func parseNodeResources(lines []string, groups []int) (map[int]*Resources, bool)
 	if !sawHeader {
 		return nil, false
 	}
-	listening := map[uint64]Listener{}
+	listening := map[uint64]host.Listener{}
 	parseListeners(table.String(), listening)
-	out := make(map[int]*Resources, len(groups))
+	out := make(map[int]*host.Usage, len(groups))
 	for _, g := range groups {
 		members := map[int]bool{}
 		for pid, pi := range procs {
@@ -134,7 +134,7 @@ func parseNodeResources(lines []string, groups []int) (map[int]*Resources, bool)
 				members[pid] = true
 			}
 		}
-		r := &Resources{Ports: []Listener{}}
+		r := &host.Usage{Ports: []host.Listener{}}
 		var ticks, pages int64
 		for pid := range members {
 			pi := procs[pid]
@@ -149,7 +149,7 @@ func parseNodeResources(lines []string, groups []int) (map[int]*Resources, bool)
 		r.CPUMs = ticks * 1000 / hz
 		r.MemoryBytes = pages * page
 		r.Tasks = len(members)
-		slices.SortFunc(r.Ports, func(a, b Listener) int {
+		slices.SortFunc(r.Ports, func(a, b host.Listener) int {
 			return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address))
 		})
 		r.Ports = slices.Compact(r.Ports)
@@ -171,7 +171,7 @@ const resourceWait = time.Second
 // call costs no round trip. Only a call with no view of p yet, or a
 // fresh one, waits for the read, at most resourceWait. A nil view means
 // none could be read (yet).
-func (c *nodeConn) resourcesOf(p *remoteProcess, fresh bool) (*Resources, time.Time) {
+func (c *nodeConn) resourcesOf(p *remoteProcess, fresh bool) (*host.Usage, time.Time) {
 	c.resMu.Lock()
 	v, have := c.resViews[p]
 	at := c.resAt
@@ -240,7 +240,7 @@ func (c *nodeConn) readResources(done chan struct{}) {
 		procs = append(procs, rp)
 	}
 	c.mu.Unlock()
-	views := make(map[*remoteProcess]*Resources, len(procs))
+	views := make(map[*remoteProcess]*host.Usage, len(procs))
 	if len(procs) > 0 {
 		groups := make([]int, len(procs))
 		tags := make([]string, len(procs))
@@ -284,10 +284,11 @@ func (nc *nodeConfig) procRoot() string {
 	return nodeProcRoot
 }
 
-// resources is what the node session of s uses (see resourcesOf); a new
-// view's listening ports are noted for the text of its end, in the order
-// the views were read.
-func (p *remoteProcess) resources(s *session.Session, fresh bool) *Resources {
+// Usage is what the node session of p uses (see resourcesOf and
+// [host.UsageReader]; one call's scan is not needed: a node's sessions
+// are read together anyway); a new view's listening ports go to note, in
+// the order the views were read.
+func (p *remoteProcess) Usage(_ *host.Scan, fresh bool, note func([]string)) *host.Usage {
 	view, at := p.conn.resourcesOf(p, fresh)
 	if view == nil {
 		return nil
@@ -295,7 +296,9 @@ func (p *remoteProcess) resources(s *session.Session, fresh bool) *Resources {
 	p.resMu.Lock()
 	if at.After(p.resNoted) {
 		p.resNoted = at
-		s.NoteListeners(view.portNames())
+		if note != nil {
+			note(portNames(view.Ports))
+		}
 	}
 	p.resMu.Unlock()
 	r := *view

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/host"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -174,12 +175,12 @@ type nodeConn struct {
 	running int                         // sessions on this connection
 	procs   map[*remoteProcess]struct{} // its sessions not released yet (resource reads)
 
-	resMu    sync.Mutex                    // guards the fields below
-	resAt    time.Time                     // when the read of resViews ended
-	resBegan time.Time                     // when it began
-	resNext  time.Time                     // the next read begins no sooner
-	resViews map[*remoteProcess]*Resources // the last read; a nil view: unreadable
-	resRead  chan struct{}                 // a read under way: closed when it is done; nil when none
+	resMu    sync.Mutex                     // guards the fields below
+	resAt    time.Time                      // when the read of resViews ended
+	resBegan time.Time                      // when it began
+	resNext  time.Time                      // the next read begins no sooner
+	resViews map[*remoteProcess]*host.Usage // the last read; a nil view: unreadable
+	resRead  chan struct{}                  // a read under way: closed when it is done; nil when none
 
 	ctlMu sync.Mutex    // serialises control commands; guards ctl and ctlIn
 	ctl   ssh.Channel   // the control shell, nil until first needed or after it broke

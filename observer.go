@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/session"
 )
 
@@ -151,12 +152,6 @@ type Event struct {
 	// its children reaped, from wait4's rusage); -1 when unknown (a
 	// sandboxed or node session, a spawn error).
 	CPUMs int64
-}
-
-// endUsager is a session process that can say what its processes used
-// once it was reaped.
-type endUsager interface {
-	EndUsage() (cpuMs int64, ok bool)
 }
 
 // Observer sees every exec call and session of a registry (see
@@ -532,24 +527,18 @@ type spawnObservation struct {
 }
 
 // observeSpawn reserves the session id, asks a SpawnEnvObserver for
-// environment entries (added to spec) and sends the spawn event; with
-// ObserverRequired it waits for it and returns a failure text when the
-// observer failed (the id is released then).
-func (sc *Scope) observeSpawn(ctx context.Context, call string, req *ExecRequest, spec *spawnSpec, node *nodeConfig, cwd string) (spawnObservation, string) {
-	r := sc.reg
+// environment entries (returned, for the command's environment) and sends
+// the spawn event; with ObserverRequired it waits for it and returns a
+// failure text when the observer failed (the id is released then).
+func (sc *Scope) observeSpawn(ctx context.Context, c *execCall, pty bool) (so spawnObservation, added []string, failure string) {
+	r, req := sc.reg, c.req
 	if r.obs == nil {
-		return spawnObservation{}, ""
+		return spawnObservation{}, nil, ""
 	}
-	so := spawnObservation{reg: r, scope: sc.key, call: call, id: r.reserveID()}
+	so = spawnObservation{reg: r, scope: sc.key, call: c.call, id: r.reserveID()}
 	ev := Event{
-		Kind: EventSpawn, Scope: sc.key, CallID: call, SessionID: so.id, Command: req.Command, Workdir: cwd,
-		Host: r.cfg.host, PTY: spec.pty, Background: req.Background, Elevated: req.Elevated,
-	}
-	if spec.sandbox == nil && ev.Host == "sandbox" {
-		ev.Host = "gateway" // elevated: it runs on this machine
-	}
-	if node != nil {
-		ev.Node = node.name
+		Kind: EventSpawn, Scope: sc.key, CallID: c.call, SessionID: so.id, Command: req.Command, Workdir: c.cwd,
+		Host: c.host.host.Name(), Node: c.host.node, PTY: pty, Background: req.Background, Elevated: req.Elevated,
 	}
 	for k := range req.Env {
 		ev.EnvKeys = append(ev.EnvKeys, k)
@@ -559,20 +548,14 @@ func (sc *Scope) observeSpawn(ctx context.Context, call string, req *ExecRequest
 		ev.Time = time.Now()
 		probe := ev
 		probe.EnvKeys = slices.Clone(ev.EnvKeys)
-		if extra := r.allowedEnv(h.SpawnEnv(ctx, &probe)); len(extra) > 0 {
-			if node != nil {
-				spec.nodeEnv = setEnv(spec.nodeEnv, extra)
-			} else {
-				spec.env = setEnv(spec.env, extra)
-			}
-		}
+		added = r.allowedEnv(h.SpawnEnv(ctx, &probe))
 	}
-	r.obs.setCall(so.id, call)
+	r.obs.setCall(so.id, c.call)
 	if msg := r.observeChecked(ctx, ev); msg != "" {
 		so.release()
-		return spawnObservation{}, msg
+		return spawnObservation{}, nil, msg
 	}
-	return so, ""
+	return so, added, ""
 }
 
 // spawnFailed sends the end event of a spawn that failed and releases the
@@ -673,7 +656,7 @@ func (r *Registry) observeEnd(s *session.Session) {
 	sn := s.Snapshot(0)
 	e := sn.Exit
 	cpu := int64(-1)
-	if u, ok := s.Process().(endUsager); ok {
+	if u, ok := s.Process().(host.EndUsager); ok {
 		if c, ok := u.EndUsage(); ok {
 			cpu = c
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/session"
 )
 
@@ -525,10 +526,10 @@ func (sc *Scope) paste(ctx context.Context, s *session.Session, req *ProcessRequ
 func (sc *Scope) kill(ctx context.Context, s *session.Session, _ *ProcessRequest) (*Result, error) {
 	// Without a cgroup, processes that left the process group survive the
 	// kill; remember the session's descendants to say so.
-	var before []procRef
+	var escaped func() string
 	var listErr error
-	if isOSProcess(s.Process()) && sc.reg.cgroups == nil {
-		before, listErr = descendants(s.Pid())
+	if w, ok := s.Process().(host.EscapeWatcher); ok {
+		escaped, listErr = w.WatchEscapes()
 	}
 	refreshResources(s) // notes its listening ports for the result
 	if !s.Kill() {
@@ -545,14 +546,16 @@ func (sc *Scope) kill(ctx context.Context, s *session.Session, _ *ProcessRequest
 		exitDetails(&d, &sn.Exit)
 		if sn.Exit.Leftover != nil {
 			// The shell ended, but what it left could not be seen gone.
-			return textResult("Termination requested for session "+s.ID()+".\n"+leftoverWarning(sn.Exit.Leftover, sc.reg.cgroups != nil), d), nil
+			return textResult("Termination requested for session "+s.ID()+".\n"+leftoverWarning(sn.Exit.Leftover, inCgroup(s)), d), nil
 		}
 		text := "Killed session " + s.ID() + "." + closedPortsNote(s.Listeners())
 		if listErr != nil {
 			text += "\nWarning: could not list the session's processes before the kill (" + listErr.Error() + "); a process that left the process group may have escaped."
 		}
-		if w := escapeWarning(before); w != "" {
-			text += "\n" + w
+		if escaped != nil {
+			if w := escaped(); w != "" {
+				text += "\n" + w
+			}
 		}
 		return textResult(text, d), nil
 	case <-t.C:
@@ -563,6 +566,12 @@ func (sc *Scope) kill(ctx context.Context, s *session.Session, _ *ProcessRequest
 
 // leftoverWarning is the warning line for a session whose end could not be
 // confirmed.
+// inCgroup reports whether the session runs in a cgroup of its own.
+func inCgroup(s *session.Session) bool {
+	c, ok := s.Process().(host.Container)
+	return ok && c.InCgroup()
+}
+
 func leftoverWarning(err error, cgroup bool) string {
 	w := "Warning: the end of every process of the session could not be confirmed (" + strings.ReplaceAll(err.Error(), "\n", "; ") + "); some may still run"
 	if cgroup {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/session"
 )
 
@@ -49,7 +50,7 @@ func (sc *Scope) resize(_ context.Context, s *session.Session, req *ProcessReque
 	if r := inputCheck(s); r != nil {
 		return r, nil
 	}
-	if rz, ok := s.Process().(interface{ Resize(cols, rows uint16) error }); ok {
+	if rz, ok := s.Process().(host.Resizer); ok {
 		// A node's terminal: the size goes over the SSH channel.
 		if err := s.ResizeRemote(req.Cols, req.Rows, func() error { return rz.Resize(uint16(req.Cols), uint16(req.Rows)) }); err != nil {
 			return failure(fmt.Sprintf("Resizing session %s failed: %v", s.ID(), err)), nil

@@ -28,7 +28,7 @@ type Registry struct {
 	shells shellStates        // each scope's shell state (Config.KeepShellState)
 	spills spillKeeper        // spill quota and kept files (Config.SpillDir)
 	chunks session.ChunkPool
-	spawn  func(*spawnSpec) (*spawned, error) // spawnContained; tests substitute fakes
+	spawn  func(*spawnSpec) (*spawned, error) // the gateway's spawnContained; tests substitute fakes
 
 	spawner  spawner
 	watchdog *watchdog   // kills the sessions' groups if this process dies
@@ -38,6 +38,7 @@ type Registry struct {
 	quota  quotas
 	limits *limitRoot
 	nodes  *nodePool // the SSH connections to Config.Nodes; nil without nodes
+	hosts  hostSet   // where commands run, chosen here once
 
 	// goroutines counts every goroutine the registry started but the
 	// notification goroutine; Close waits for it.
@@ -156,6 +157,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if len(st.nodes) > 0 {
 		r.nodes = newNodePool(st.nodes, st.defaultNode, os.Getenv, &r.goroutines)
 	}
+	r.hosts = newHostSet(r)
 	r.goroutines.Add(2)
 	go func() {
 		defer r.goroutines.Done()
@@ -312,9 +314,6 @@ func (r *Registry) awaitNotifier(ctx context.Context) error {
 
 // spawnContained starts spec in a cgroup of its own when containment is on.
 func (r *Registry) spawnContained(spec *spawnSpec) (*spawned, error) {
-	if spec.node != nil {
-		return r.nodes.spawnNode(spec)
-	}
 	if r.cgroups != nil {
 		cg, err := r.cgroups.newSession()
 		if err != nil {

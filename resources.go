@@ -2,7 +2,11 @@ package bgexec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/bgexec/bgexec/internal/host"
+	"github.com/bgexec/bgexec/internal/session"
 )
 
 // Resources is what a running session uses now, from its cgroup's
@@ -40,11 +44,59 @@ type Listener struct {
 	Address string `json:"address"`
 }
 
+// resourceScan reads the resources of sessions for one call, sharing
+// what one read serves for all (the TCP tables of each network
+// namespace). Not safe for concurrent use.
+type resourceScan struct {
+	scan host.Scan
+}
+
+func newResourceScan() *resourceScan { return &resourceScan{} }
+
+// sessionResources is what a running session uses (see [resourceScan.of]).
+func sessionResources(s *session.Session) *Resources { return newResourceScan().of(s) }
+
+// refreshResources reads what a running session uses now, whatever the
+// age of its last view, and records its listening ports (kill looks
+// before it kills).
+func refreshResources(s *session.Session) { newResourceScan().view(s, true) }
+
+// of returns what a running session uses: its last view when young
+// enough, else one read now, which also records its listening ports for
+// the text of its end. It returns nil when the session's host cannot say.
+func (rs *resourceScan) of(s *session.Session) *Resources { return rs.view(s, false) }
+
+func (rs *resourceScan) view(s *session.Session, fresh bool) *Resources {
+	u, ok := s.Process().(host.UsageReader)
+	if !ok {
+		return nil
+	}
+	v := u.Usage(&rs.scan, fresh, s.NoteListeners)
+	if v == nil {
+		return nil
+	}
+	r := &Resources{CPUMs: v.CPUMs, MemoryBytes: v.MemoryBytes, Tasks: v.Tasks, Ports: make([]Listener, len(v.Ports))}
+	for i, l := range v.Ports {
+		r.Ports[i] = Listener{Port: l.Port, Address: l.Address}
+	}
+	return r
+}
+
 // portNames returns ":3000"-style names of the distinct ports, in order.
 func (r *Resources) portNames() []string {
+	names := make([]string, 0, len(r.Ports))
+	for _, l := range r.Ports {
+		names = append(names, fmt.Sprintf(":%d", l.Port))
+	}
+	return slices.Compact(names)
+}
+
+// portNames returns ":3000"-style names of the distinct ports of a sorted
+// list, in order.
+func portNames(ports []host.Listener) []string {
 	var out []string
-	for i, l := range r.Ports {
-		if i > 0 && r.Ports[i-1].Port == l.Port {
+	for i, l := range ports {
+		if i > 0 && ports[i-1].Port == l.Port {
 			continue
 		}
 		out = append(out, fmt.Sprintf(":%d", l.Port))

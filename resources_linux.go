@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bgexec/bgexec/internal/session"
+	"github.com/bgexec/bgexec/internal/host"
 )
 
 // resourceTTL is how long a session's resource view is reused: polls and
@@ -26,55 +26,29 @@ const resourceTTL = 250 * time.Millisecond
 // resourceCache is a session's last resource view, owned by its osChild.
 // Safe for concurrent use.
 type resourceCache struct {
-	mu   sync.Mutex // guards the fields below
-	at   time.Time  // when view was read
-	view *Resources // nil before the first read
+	mu   sync.Mutex  // guards the fields below
+	at   time.Time   // when view was read
+	view *host.Usage // nil before the first read
 	// known are the session's processes seen so far (process-group
 	// containment): each read walks down from them and the leader, so a
 	// process stays counted after its parent exits.
 	known []procRef
 }
 
-// resourceScan reads the resources of sessions for one call; the TCP
-// tables of each network namespace are read once per scan. Not safe for
-// concurrent use.
-type resourceScan struct {
-	tables map[string]map[uint64]Listener // by network namespace: listening sockets by inode
-}
-
-func newResourceScan() *resourceScan { return &resourceScan{} }
-
-// sessionResources is what a running session uses (see [resourceScan.of]).
-func sessionResources(s *session.Session) *Resources { return newResourceScan().of(s) }
-
-// refreshResources reads what a running session uses now, whatever the
-// age of its last view, and records its listening ports (kill looks
-// before it kills).
-func refreshResources(s *session.Session) { newResourceScan().view(s, true) }
-
-// of returns what a running session uses: its last view when younger than
-// resourceTTL, else one read now, which also records its listening ports
-// for the text of its end. It returns nil for a session that is not a
-// real process.
-func (rs *resourceScan) of(s *session.Session) *Resources { return rs.view(s, false) }
-
-func (rs *resourceScan) view(s *session.Session, fresh bool) *Resources {
-	c, ok := s.Process().(*osChild)
-	if !ok {
-		if rp, ok := s.Process().(*remoteProcess); ok {
-			return rp.resources(s, fresh) // read on the node (node_resources.go)
-		}
-		return nil
-	}
+// Usage is what the session of c uses now (see [host.UsageReader]): its
+// last view when younger than resourceTTL, else one read now. The view's
+// listening ports go to note, under the cache's lock, so that views noted
+// in turn are noted in order.
+func (c *osChild) Usage(scan *host.Scan, fresh bool, note func([]string)) *host.Usage {
 	rc := &c.res
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if fresh || rc.view == nil || time.Since(rc.at) >= resourceTTL {
-		rc.view = rs.read(c, rc)
+		rc.view = readUsage(scan, c, rc)
 		rc.at = time.Now()
-		// Under the lock, so that views noted in turn are noted in order
-		// (a session method that only takes the session's own lock).
-		s.NoteListeners(rc.view.portNames())
+		if note != nil {
+			note(portNames(rc.view.Ports))
+		}
 	}
 	r := *rc.view
 	r.Ports = slices.Clone(r.Ports)
@@ -84,7 +58,7 @@ func (rs *resourceScan) view(s *session.Session, fresh bool) *Resources {
 // read reads what the session of c uses now. Without a cgroup, its
 // processes are those of its tree (see [walkTree]), learned incrementally
 // in rc.known; never all of /proc.
-func (rs *resourceScan) read(c *osChild, rc *resourceCache) *Resources {
+func readUsage(scan *host.Scan, c *osChild, rc *resourceCache) *host.Usage {
 	var pids []int
 	var stats []procStat // of pids, when read already
 	if c.cg != nil {
@@ -102,7 +76,7 @@ func (rs *resourceScan) read(c *osChild, rc *resourceCache) *Resources {
 			rc.known = append(rc.known, p.procRef)
 		}
 	}
-	r := &Resources{CPUMs: -1, MemoryBytes: -1, Tasks: -1}
+	r := &host.Usage{CPUMs: -1, MemoryBytes: -1, Tasks: -1}
 	if c.cg != nil {
 		c.cg.counters(r)
 	}
@@ -132,9 +106,9 @@ func (rs *resourceScan) read(c *osChild, rc *resourceCache) *Resources {
 	if r.Tasks < 0 {
 		r.Tasks = len(pids)
 	}
-	r.Ports = rs.listeners(pids)
+	r.Ports = listeners(scan, pids)
 	if r.Ports == nil {
-		r.Ports = []Listener{}
+		r.Ports = []host.Listener{}
 	}
 	return r
 }
@@ -145,7 +119,7 @@ const userHZ = 100
 
 // counters fills in the cgroup's CPU, memory and task counters; a counter
 // it cannot read stays -1.
-func (c *sessionCgroup) counters(r *Resources) {
+func (c *sessionCgroup) counters(r *host.Usage) {
 	if c.lim != nil && c.lim.released.Load() {
 		return // ended: its cgroup may serve another session already
 	}
@@ -181,7 +155,7 @@ func (c *sessionCgroup) counters(r *Resources) {
 // listeners returns the listening TCP sockets among the descriptors of
 // pids, from the TCP tables of the first one's network namespace (a
 // sandboxed session may have its own).
-func (rs *resourceScan) listeners(pids []int) []Listener {
+func listeners(scan *host.Scan, pids []int) []host.Listener {
 	var inodes []uint64
 	netPid := 0
 	for _, pid := range pids {
@@ -199,14 +173,14 @@ func (rs *resourceScan) listeners(pids []int) []Listener {
 	if len(inodes) == 0 {
 		return nil
 	}
-	table := rs.table(netPid)
-	var out []Listener
+	table := netTable(scan, netPid)
+	var out []host.Listener
 	for _, ino := range inodes {
 		if l, ok := table[ino]; ok {
 			out = append(out, l)
 		}
 	}
-	slices.SortFunc(out, func(a, b Listener) int {
+	slices.SortFunc(out, func(a, b host.Listener) int {
 		return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address))
 	})
 	return slices.Compact(out)
@@ -234,19 +208,22 @@ func fdTargets(pid int) []string {
 	return out
 }
 
-// table returns the listening sockets of pid's network namespace, by
-// inode, read once per scan and namespace.
-func (rs *resourceScan) table(pid int) map[uint64]Listener {
+// netTable returns the listening sockets of pid's network namespace, by
+// inode, read once per scan and namespace (every time without a scan).
+func netTable(scan *host.Scan, pid int) map[uint64]host.Listener {
+	if scan == nil {
+		scan = &host.Scan{}
+	}
 	ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
 	if err == nil {
-		if t, ok := rs.tables[ns]; ok {
+		if t, ok := scan.Tables[ns]; ok {
 			return t
 		}
 	}
-	if rs.tables == nil {
-		rs.tables = make(map[string]map[uint64]Listener)
+	if scan.Tables == nil {
+		scan.Tables = make(map[string]map[uint64]host.Listener)
 	}
-	t := make(map[uint64]Listener)
+	t := make(map[uint64]host.Listener)
 	for _, name := range []string{"tcp", "tcp6"} {
 		// procfs's NetTCP is deprecated in favour of netlink; the table's
 		// format is stable and small to read.
@@ -257,7 +234,7 @@ func (rs *resourceScan) table(pid int) map[uint64]Listener {
 		parseListeners(string(b), t)
 	}
 	if err == nil {
-		rs.tables[ns] = t
+		scan.Tables[ns] = t
 	}
 	return t
 }
@@ -266,7 +243,7 @@ func (rs *resourceScan) table(pid int) map[uint64]Listener {
 // t, by inode. A line is "sl local rem st tx:rx tr:when retrnsmt uid
 // timeout inode …", local being the address in hex (32-bit words in host
 // order) and the port in hex.
-func parseListeners(table string, t map[uint64]Listener) {
+func parseListeners(table string, t map[uint64]host.Listener) {
 	for _, line := range strings.Split(table, "\n")[1:] {
 		f := strings.Fields(line)
 		if len(f) < 10 || f[3] != "0A" { // TCP_LISTEN
@@ -285,6 +262,6 @@ func parseListeners(table string, t map[uint64]Listener) {
 		for i := 0; i < len(ip); i += 4 {
 			binary.BigEndian.PutUint32(ip[i:], binary.NativeEndian.Uint32(ip[i:]))
 		}
-		t[ino] = Listener{Port: int(p), Address: net.IP(ip).String()}
+		t[ino] = host.Listener{Port: int(p), Address: net.IP(ip).String()}
 	}
 }

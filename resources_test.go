@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/host"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -126,9 +128,9 @@ func TestResourcesParseListeners(t *testing.T) {
    3: 0100007F:0051 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 444 1 0000000000000000 100 0 0 10 0
    4: garbage
 `
-	got := map[uint64]Listener{}
+	got := map[uint64]host.Listener{}
 	parseListeners(table, got)
-	assert.Equal(t, map[uint64]Listener{
+	assert.Equal(t, map[uint64]host.Listener{
 		111: {Port: 3000, Address: "::"},
 		222: {Port: 8080, Address: "::1"},
 		444: {Port: 81, Address: "127.0.0.1"},

@@ -290,28 +290,27 @@ func userHome() string {
 	return filepath.Clean(h)
 }
 
-// prepare makes spec a sandboxed spawn in cwd, or returns the failure text
-// when cwd may not be the sandbox's working directory (see placeWorkdir)
-// or a configured path has changed since NewRegistry. The spawn opens the
-// directories again without following links and binds what it opened.
-func (p *sandboxPlan) prepare(spec *spawnSpec, cwd string) string {
+// prepare checks that cwd may be the sandbox's working directory (see
+// placeWorkdir) and that no configured path has changed since
+// NewRegistry, and returns cwd's real path and whether it lies in a
+// read-only path; or the failure text. The spawn opens the directories
+// again without following links and binds what it opened.
+func (p *sandboxPlan) prepare(cwd string) (real string, readOnly bool, failure string) {
 	real, root, msg := p.placeWorkdir(cwd)
 	if msg != "" {
-		return msg
+		return "", false, msg
 	}
 	for _, b := range slices.Concat(p.writable, p.readOnly) {
 		f, err := openRealPath(b)
 		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Sprintf("The sandbox cannot start: its path %q no longer exists (%v).", b, err)
+			return "", false, fmt.Sprintf("The sandbox cannot start: its path %q no longer exists (%v).", b, err)
 		}
 		if err != nil {
-			return fmt.Sprintf("The sandbox cannot start: its path %q is no longer the directory it was at NewRegistry (%v): command was not executed.", b, err)
+			return "", false, fmt.Sprintf("The sandbox cannot start: its path %q is no longer the directory it was at NewRegistry (%v): command was not executed.", b, err)
 		}
 		_ = f.Close() // Best effort: an O_PATH descriptor, only looked at.
 	}
-	spec.sandbox, spec.sandboxDir, spec.sandboxReadOnly = p, real, root.readOnly
-	spec.env = p.environ(spec.env, real, root.readOnly)
-	return ""
+	return real, root.readOnly, ""
 }
 
 // defaultRoot is the real path of the directory a call without workdir

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/bgexec/bgexec/internal/allowlist"
+	"github.com/bgexec/bgexec/internal/host"
 )
 
 // shellState is what one scope's execs left for the next one
@@ -256,23 +257,30 @@ func stateValue(env []string, key string) (string, bool) {
 	return "", false
 }
 
-// keepState stores what a foreground exec's shell left as the scope's
-// state, and notes in res what did not carry.
-func (sc *Scope) keepState(res *Result, prev shellState, started []string, callEnv map[string]string, startCwd string, f *os.File) {
-	data, ok := readState(f)
-	if !ok {
-		return
+// carryState stores what a foreground exec's shell left (data, in its
+// host's format) as the scope's state on that host, and notes in res what
+// did not carry.
+func (sc *Scope) carryState(res *Result, c *execCall, sp *host.Started, data []byte) {
+	var next shellState
+	var refused []string
+	if c.host.node != "" {
+		started, cwd, left, ok := parseNodeState(data)
+		if !ok {
+			return // no state written: exec'd away, killed, or its own EXIT trap
+		}
+		next, refused = sc.carryNode(c.prev, started, left, c.cwd, cwd)
+	} else {
+		cwd, left, ok := parseState(data)
+		if !ok {
+			return
+		}
+		base := c.prev.env
+		if base == nil {
+			base = os.Environ()
+		}
+		next, refused = sc.carry(c.prev, base, sp.Env, c.req.Env, c.cwd, cwd, left)
 	}
-	cwd, left, ok := parseState(data)
-	if !ok {
-		return // no state written: exec'd away, killed, or its own EXIT trap
-	}
-	base := prev.env
-	if base == nil {
-		base = os.Environ()
-	}
-	next, refused := sc.carry(prev, base, started, callEnv, startCwd, cwd, left)
-	sc.reg.shells.set(sc.key, next)
+	sc.reg.shells.setOn(sc.key, c.host.node, next)
 	if len(refused) > 0 {
 		res.Details.NotCarried = refused
 		res.Content[0].Text += "\n\n" + carriedRefusedNote(refused)

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/bgexec/bgexec/internal/allowlist"
-	"github.com/bgexec/bgexec/internal/session"
 )
 
 // Shell state on nodes (Config.KeepShellState with Host "node").
@@ -155,48 +154,6 @@ func (sc *Scope) carryNode(prev shellState, started, left []string, startCwd, cw
 	return next, refused
 }
 
-// nodeStateSpec sets up an exec on a node to start from the scope's
-// state there and to capture the state it leaves. It returns the state
-// it starts from.
-func (sc *Scope) nodeStateSpec(spec *spawnSpec) shellState {
-	prev, _ := sc.reg.shells.getOn(sc.key, spec.node.name)
-	spec.nodeKeep, spec.nodeStateDir = true, prev.cwd
-	carried := make([]string, 0, len(prev.unset)+len(prev.env))
-	carried = append(carried, prev.unset...) // a bare name is unset
-	carried = append(carried, prev.env...)
-	spec.nodeEnv = append(carried, spec.nodeEnv...)
-	return prev
-}
-
-// keepNodeState stores what a node exec's shell left as the scope's
-// state on that node, and notes in res what did not carry; an exec that
-// went to the background (or failed with err) leaves the state alone and
-// its file is removed unread.
-func (sc *Scope) keepNodeState(res *Result, err error, s *session.Session, node string, prev shellState, startCwd string) {
-	rp, ok := s.Process().(*remoteProcess)
-	if !ok {
-		return
-	}
-	if err != nil || res.Details.Status == StatusRunning {
-		rp.dropState()
-		return
-	}
-	data, ok := rp.takeState()
-	if !ok {
-		return
-	}
-	started, cwd, left, ok := parseNodeState(data)
-	if !ok {
-		return // no state written: exec'd away, killed, or its own EXIT trap
-	}
-	next, refused := sc.carryNode(prev, started, left, startCwd, cwd)
-	sc.reg.shells.setOn(sc.key, node, next)
-	if len(refused) > 0 {
-		res.Details.NotCarried = refused
-		res.Content[0].Text += "\n\n" + carriedRefusedNote(refused)
-	}
-}
-
 // errNodePath is why a name does not resolve on a node's carried PATH.
 type errNodePath struct{}
 
@@ -208,14 +165,11 @@ func (errNodePath) Error() string { return "the carried PATH is the node's: not 
 // names on the node cannot be checked from here (a full path still
 // matches as before).
 func (sc *Scope) nodeAllowlistChecker(base *allowlist.Checker, name string) *allowlist.Checker {
-	if sc.reg.nodes == nil {
-		return base
-	}
-	nc, msg := sc.reg.nodes.pickNode(name)
-	if msg != "" {
+	node := sc.reg.hosts.nodeName(name)
+	if node == "" {
 		return base // the exec fails on the node name anyway
 	}
-	prev, ok := sc.reg.shells.getOn(sc.key, nc.name)
+	prev, ok := sc.reg.shells.getOn(sc.key, node)
 	if !ok {
 		return base
 	}

@@ -43,12 +43,7 @@ func (*sessionCgroup) closeFD()                   {}
 
 func (r *Registry) spawnChild(*spawnSpec) (*spawned, error) { return nil, errPlatform }
 
-func isOSProcess(any) bool { return false }
-
 type procRef struct{}
-
-func descendants(int) ([]procRef, error) { return nil, nil }
-func escapeWarning([]procRef) string     { return "" }
 
 func setWinsize(*os.File, uint16, uint16) error { return errPlatform }
 func canonicalMode(string) bool                 { return false }
@@ -67,14 +62,6 @@ func (*limitRoot) remove()                                     {}
 func (*limitRoot) retryDirty()                                 {}
 
 func descriptorRefusal() string { return "" }
-
-func sessionResources(any) *Resources { return nil }
-func refreshResources(any)            {}
-
-type resourceScan struct{}
-
-func newResourceScan() *resourceScan    { return nil }
-func (*resourceScan) of(any) *Resources { return nil }
 
 func newSandboxPlan(*Sandbox, string) (*sandboxPlan, error) { return nil, errPlatform }
 func openRealPath(string) (*os.File, error)                 { return nil, errPlatform }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/session"
 )
 
@@ -57,9 +58,7 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	if req.Port != 0 {
 		port := req.Port
 		spec.Probe = func(ctx context.Context) bool { return portOpen(ctx, port) }
-		if rp, ok := s.Process().(interface {
-			PortOpen(context.Context, int) bool
-		}); ok {
+		if rp, ok := s.Process().(host.PortProber); ok {
 			spec.Probe = func(ctx context.Context) bool { return rp.PortOpen(ctx, port) } // on the node
 		}
 		spec.ProbeEvery = portProbeInterval
