@@ -34,7 +34,6 @@ type shellStates struct {
 
 func (s *shellStates) get(scope string) (shellState, bool) { return s.getOn(scope, "") }
 
-func (s *shellStates) set(scope string, st shellState) { s.setOn(scope, "", st) }
 
 // getOn returns the scope's state on a node ("" is this machine).
 func (s *shellStates) getOn(scope, node string) (shellState, bool) {
