@@ -34,7 +34,6 @@ type shellStates struct {
 
 func (s *shellStates) get(scope string) (shellState, bool) { return s.getOn(scope, "") }
 
-
 // getOn returns the scope's state on a node ("" is this machine).
 func (s *shellStates) getOn(scope, node string) (shellState, bool) {
 	s.mu.Lock()
