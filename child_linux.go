@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/memfd"
 	"github.com/bgexec/bgexec/internal/session"
 	"golang.org/x/sys/unix"
 )
@@ -214,37 +215,7 @@ func outputPipe() (r, w *os.File, err error) {
 // the exec. The seals keep the script the shell reads the one that was
 // checked: nobody, the child included, can change it through /proc.
 func scriptFile(script string) (*os.File, error) {
-	return sealedMemfd("bgexec-script", []byte(script))
-}
-
-// sealedMemfd returns a close-on-exec memfd holding data, sealed against
-// any change and positioned at offset 0, so a child can read it from the
-// descriptor it inherits or open it anew through /dev/fd.
-func sealedMemfd(name string, data []byte) (*os.File, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_NOEXEC_SEAL)
-	if err == unix.EINVAL {
-		// MFD_NOEXEC_SEAL is Linux 6.3; it only keeps the file from being
-		// executed, which neither a script that is sourced nor a filter needs.
-		fd, err = unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	}
-	if err != nil {
-		return nil, os.NewSyscallError("memfd_create", err)
-	}
-	f := os.NewFile(uintptr(fd), name)
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	if _, err := f.Seek(0, 0); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
-		_ = f.Close()
-		return nil, os.NewSyscallError("fcntl", err)
-	}
-	return f, nil
+	return memfd.Sealed("bgexec-script", []byte(script))
 }
 
 // closeOnExecAbove2 keeps every descriptor the host inherited without
@@ -337,7 +308,8 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		cmd.ExtraFiles = files
 	}
 	if spec.sandbox != nil {
-		path, args, files, owned, err := sandboxCommand(spec, cmd.ExtraFiles)
+		argv := append([]string{spec.path}, spec.args[1:]...)
+		path, args, files, owned, err := spec.sandbox.Command(argv, spec.sandboxDir, spec.sandboxReadOnly, spec.pty, cmd.ExtraFiles)
 		if err != nil {
 			return nil, err
 		}
@@ -479,4 +451,34 @@ func (c *osChild) WatchEscapes() (func() string, error) {
 	}
 	before, err := descendants(c.leader)
 	return func() string { return escapeWarning(before) }, err
+}
+
+// signalSandbox sends sig (not SIGKILL) to the sandbox's processes but
+// bwrap's own monitor, the session leader. bwrap does not pass signals on
+// and dies of a SIGTERM at once, and --die-with-parent would then SIGKILL
+// the command before it could use the grace period. The sandbox's init
+// (its pid 1) has no handlers, so it ignores what a process outside sends
+// it; it ends when the command does. c.mu is held.
+func (c *osChild) signalSandbox(sig syscall.Signal) error {
+	pids, err := c.cg.procs()
+	for _, pid := range pids {
+		if pid != c.leader {
+			_ = unix.Kill(pid, sig) // Best effort: it may have exited since.
+		}
+	}
+	c.sent = sig
+	return err
+}
+
+// sandboxStatus turns the status bwrap reports back into a signal death
+// when that is what it stands for: bwrap exits with 128+n when the command
+// died of signal n, and when n is the signal the session last sent, the
+// command died of it. A signal from inside the sandbox (a crash, a kill
+// by another process there) stays the exit code 128+n, since bwrap tells
+// nothing more.
+func (c *osChild) sandboxStatus(ws syscall.WaitStatus) syscall.WaitStatus {
+	if !c.sandboxed || c.sent == 0 || !ws.Exited() || ws.ExitStatus() != 128+int(c.sent) {
+		return ws
+	}
+	return syscall.WaitStatus(c.sent) // WIFSIGNALED, WTERMSIG = sent
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bgexec/bgexec/internal/host/sandbox"
 )
 
 // Documented defaults and clamps. They are constants, never mutated.
@@ -434,7 +436,7 @@ type settings struct {
 	limitSettings
 	notices     bool                   // ExitNoticesInResults
 	maxCallWait time.Duration          // 0 = no cap
-	sandbox     *sandboxPlan           // nil: commands run on the gateway
+	sandbox     *sandbox.Plan          // nil: commands run on the gateway
 	nodes       map[string]*nodeConfig // validated Nodes; nil without any
 	defaultNode string
 	inputWait   time.Duration // InputWaitIdleMs

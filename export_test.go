@@ -2,7 +2,10 @@
 
 package bgexec
 
-import "github.com/bgexec/bgexec/internal/session"
+import (
+	"github.com/bgexec/bgexec/internal/host/sandbox"
+	"github.com/bgexec/bgexec/internal/session"
+)
 
 // The engine's read and pipe sizes, so raw baselines do the same work.
 const (
@@ -15,5 +18,11 @@ const (
 // (sandboxStageChecked, sandboxStageOpened), on the thread that forks
 // bwrap. Set it before the call it is meant for.
 func setSandboxHook(reg *Registry, h func(stage string)) {
-	reg.cfg.sandbox.testHook = h
+	reg.cfg.sandbox.SetTestHook(h)
 }
+
+// The stages setSandboxHook's hook runs at.
+const (
+	sandboxStageChecked = sandbox.StageChecked
+	sandboxStageOpened  = sandbox.StageOpened
+)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bgexec/bgexec/internal/host"
+	"github.com/bgexec/bgexec/internal/host/sandbox"
 )
 
 // hostSet is the registry's hosts, chosen once by NewRegistry from
@@ -178,17 +179,17 @@ func (g *gatewayHost) start(ls *spawnSpec, spec *host.Spec, hint string) (*host.
 }
 
 // sandboxHost runs commands on this machine inside bubblewrap (see
-// sandbox.go), in a workdir the sandbox exposes.
+// package sandbox), in a workdir the sandbox exposes.
 type sandboxHost struct {
 	local *gatewayHost
-	plan  *sandboxPlan
+	plan  *sandbox.Plan
 }
 
 func (s *sandboxHost) Name() string { return "sandbox" }
 
 // Place checks that dir lies in a path the sandbox exposes.
 func (s *sandboxHost) Place(dir string) string {
-	_, _, msg := s.plan.placeWorkdir(dir)
+	_, _, msg := s.plan.Place(dir)
 	return msg
 }
 
@@ -200,9 +201,9 @@ type sandboxPlaced struct {
 }
 
 // Prepare checks spec's workdir and the configured paths (see
-// sandboxPlan.prepare).
+// sandbox.Plan.Prepare).
 func (s *sandboxHost) Prepare(spec *host.Spec) string {
-	real, ro, msg := s.plan.prepare(spec.Dir)
+	real, ro, msg := s.plan.Prepare(spec.Dir)
 	if msg != "" {
 		return msg
 	}
@@ -224,8 +225,8 @@ func (s *sandboxHost) Start(_ context.Context, spec *host.Spec) (*host.Started, 
 		return nil, err
 	}
 	ls.sandbox, ls.sandboxDir, ls.sandboxReadOnly = s.plan, pl.real, pl.readOnly
-	ls.env = s.plan.environ(ls.env, pl.real, pl.readOnly)
-	return s.local.start(ls, spec, s.plan.readOnlyHint(spec.Dir, pl.readOnly))
+	ls.env = s.plan.Environ(ls.env, pl.real, pl.readOnly)
+	return s.local.start(ls, spec, s.plan.ReadOnlyHint(spec.Dir, pl.readOnly))
 }
 
 // nodeHost runs commands on one SSH node.

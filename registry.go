@@ -12,6 +12,7 @@ import (
 
 	"github.com/bgexec/bgexec/internal/allowlist"
 	"github.com/bgexec/bgexec/internal/envpolicy"
+	"github.com/bgexec/bgexec/internal/host/sandbox"
 	"github.com/bgexec/bgexec/internal/session"
 )
 
@@ -97,7 +98,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		return nil, err
 	}
 	if cfg.Sandbox != nil {
-		if st.sandbox, err = newSandboxPlan(cfg.Sandbox, st.workdir); err != nil {
+		if st.sandbox, err = sandbox.New(sandboxConfig(cfg.Sandbox), st.workdir, defaultWorkdir); err != nil {
 			return nil, err
 		}
 	}

@@ -61,24 +61,16 @@ func BenchmarkSandboxExec(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ops := p.mounts(wd, false)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
 			// What a spawn does besides bwrap: open the directories it
 			// binds and the filter.
-			binds, err := openBinds(ops)
+			path, args, files, _, err := p.Command([]string{shell, "-c", "true"}, wd, false, false, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
-			f, err := seccompFile(p.seccomp)
-			if err != nil {
-				b.Fatal(err)
-			}
-			argv := append(p.argv(wd, ops, 3, 3+len(binds), false), shell, "-c", "true")
-			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Dir = wd
-			cmd.ExtraFiles = append(binds, f)
+			cmd := &exec.Cmd{Path: path, Args: args, Dir: wd, ExtraFiles: files}
 			err = cmd.Run()
 			for _, f := range cmd.ExtraFiles {
 				_ = f.Close()

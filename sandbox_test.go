@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/host/sandbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -65,7 +66,7 @@ func toolPaths() []string {
 	}
 	var dirs []string
 	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
-		if !filepath.IsAbs(d) || !within(d, home) || d == home {
+		if !filepath.IsAbs(d) || !sandbox.Within(d, home) || d == home {
 			continue
 		}
 		parent := filepath.Dir(d)
@@ -81,7 +82,7 @@ func toolPaths() []string {
 
 func suitePaths() []string {
 	paths := []string{os.TempDir()}
-	if dir := filepath.Dir(os.Args[0]); !within(dir, os.TempDir()) {
+	if dir := filepath.Dir(os.Args[0]); !sandbox.Within(dir, os.TempDir()) {
 		paths = append(paths, dir)
 	}
 	return paths
@@ -274,7 +275,7 @@ func TestSandboxWritesOnlyWhereAllowed(t *testing.T) {
 		assert.True(t, os.IsNotExist(err), "%s was written on the host", target)
 	}
 	// $HOME is hidden and writable, but nothing reaches the host's.
-	if home := userHome(); home != "" && home != "/" {
+	if home := sandbox.UserHome(); home != "" && home != "/" {
 		res := mustExec(t, sc, &ExecRequest{Command: `ls -A "$HOME" | wc -l; echo h > "$HOME/bgexec-sandbox-probe" && echo wrote`})
 		assert.Contains(t, res.Text(), "0\nwrote", res.Text())
 		assert.NoFileExists(t, filepath.Join(home, "bgexec-sandbox-probe"))
@@ -662,40 +663,6 @@ func TestSandboxMinimalRootAndHidePaths(t *testing.T) {
 	res = mustExec(t, sc, &ExecRequest{Command: "ls -A " + hidden + " | wc -l; cat " + hidden + "/secret 2>&1"})
 	assert.NotContains(t, res.Text(), "s3cret", res.Text())
 	assert.Contains(t, res.Text(), "0\n", res.Text())
-}
-
-func TestSandboxMountOrder(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	home, work, cache, ro := filepath.Join(root, "home"), filepath.Join(root, "home", "proj"), filepath.Join(root, "cache"), filepath.Join(root, "home", "proj", "vendor")
-	for _, d := range []string{work, cache, ro} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-	}
-	p, err := resolveSandbox(&Sandbox{WritablePaths: []string{cache, work}, ReadOnlyPaths: []string{ro}}, home)
-	require.NoError(t, err)
-	got := p.mounts(work, false)
-	assert.Contains(t, p.mounts(ro, true), mountOp{ro, mountReadOnly}, "a workdir in a read-only path is bound read-only")
-	want := []mountOp{{home, mountHide}, {cache, mountWritable}, {work, mountWritable}, {ro, mountReadOnly}}
-	// Parents first; the workdir, also a writable path, once, and /run
-	// hidden without network.
-	assert.Equal(t, append([]mountOp{{"/run", mountHide}}, want...), sortedByDepthStable(got), "%v", got)
-	assert.Equal(t, "/tmp", p.sandboxHome("/elsewhere", work))
-	assert.Equal(t, home, p.sandboxHome(home, work), "a hidden HOME is a writable tmpfs")
-
-	_, err = resolveSandbox(&Sandbox{WritablePaths: []string{"/"}}, home)
-	assert.ErrorContains(t, err, "is the root directory")
-	_, err = resolveSandbox(&Sandbox{ReadOnlyPaths: []string{filepath.Join(root, "missing")}}, home)
-	assert.ErrorContains(t, err, "no such file")
-}
-
-// sortedByDepthStable checks mounts is ordered by depth and returns it.
-func sortedByDepthStable(ops []mountOp) []mountOp {
-	for i := 1; i < len(ops); i++ {
-		if strings.Count(ops[i].path, "/") < strings.Count(ops[i-1].path, "/") {
-			return nil
-		}
-	}
-	return ops
 }
 
 // A root host's sandbox runs as the host's uid 0, which is all the kernel

@@ -16,9 +16,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/bgexec/bgexec/internal/host/sandbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 // hostFile is a harmless, unique file name in dir that a test removes
@@ -63,7 +63,7 @@ func TestSandboxWorkdirOutsideItsPathsIsRefused(t *testing.T) {
 		{"a link the sandbox made to /etc", filepath.Join(work, "etc-link"), "/etc"},
 		{"the same link, relative", "etc-link", "/etc"},
 	}
-	if home := userHome(); home != "" && home != "/" && !within(work, home) {
+	if home := sandbox.UserHome(); home != "" && home != "/" && !sandbox.Within(work, home) {
 		cases = append(cases, struct{ name, workdir, hostDir string }{"the hidden home", home, home})
 	}
 	for i, c := range cases {
@@ -270,53 +270,6 @@ func TestSandboxWorkdirRefusalText(t *testing.T) {
 	assert.Contains(t, d, "A workdir must lie in the default working directory, "+cache+", "+docs+" (read-only), "+self+" (read-only).", d)
 }
 
-func TestSandboxOpenFollowsNoLink(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	dir := filepath.Join(root, "a", "b")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), nil, 0o644))
-	require.NoError(t, os.Symlink(filepath.Join(root, "a"), filepath.Join(root, "link")))
-	require.NoError(t, os.Symlink("b", filepath.Join(root, "a", "b-link")))
-	for _, openat2 := range []bool{true, false} {
-		name := "openat2"
-		if !openat2 {
-			name = "the walk for kernels without openat2"
-		}
-		t.Run(name, func(t *testing.T) {
-			for _, ok := range []string{dir, filepath.Join(dir, "f"), root} {
-				f, err := openRealPathWith(ok, openat2)
-				require.NoError(t, err, ok)
-				got, err := f.Stat()
-				require.NoError(t, err)
-				want, err := os.Stat(ok)
-				require.NoError(t, err)
-				assert.True(t, os.SameFile(want, got), ok)
-				require.NoError(t, f.Close())
-			}
-			for _, bad := range []string{filepath.Join(root, "link", "b"), filepath.Join(root, "a", "b-link"), filepath.Join(root, "a", "b-link", "f"), filepath.Join(root, "link")} {
-				_, err := openRealPathWith(bad, openat2)
-				assert.ErrorIs(t, err, unix.ELOOP, bad)
-			}
-			_, err := openRealPathWith(dir+"/../b", openat2)
-			assert.ErrorContains(t, err, "not an absolute, clean path")
-			for _, rel := range []string{"../b", "a/../../x"} {
-				fd, err := unix.Open(root, unix.O_PATH|unix.O_CLOEXEC, 0)
-				require.NoError(t, err)
-				if openat2 {
-					_, err = openat2NoLinks(fd, rel)
-				} else {
-					_, err = walkNoLinks(fd, rel)
-				}
-				assert.ErrorIs(t, err, unix.EXDEV, "%s escapes its directory", rel)
-				require.NoError(t, unix.Close(fd))
-			}
-			_, err = openRealPathWith(filepath.Join(root, "missing"), openat2)
-			assert.ErrorIs(t, err, os.ErrNotExist)
-		})
-	}
-}
-
 func TestSandboxNeedsBindFD(t *testing.T) {
 	t.Parallel()
 	requireBwrap(t)
@@ -325,46 +278,4 @@ func TestSandboxNeedsBindFD(t *testing.T) {
 	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\nif [ \"$1\" = --help ]; then bwrap --help | grep -v -- -bind-fd; exit 0; fi\nexec bwrap \"$@\"\n"), 0o755))
 	_, err := NewRegistry(Config{Sandbox: &Sandbox{Bwrap: fake}})
 	assert.ErrorContains(t, err, "has no --bind-fd and --ro-bind-fd")
-}
-
-func TestSandboxPlaceWorkdir(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	work, docs, hidden := filepath.Join(root, "work"), filepath.Join(root, "docs"), filepath.Join(root, "work", "secret")
-	for _, d := range []string{filepath.Join(hidden, "x"), filepath.Join(docs, "out", "y")} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-	}
-	p, err := resolveSandbox(&Sandbox{
-		WritablePaths: []string{work, filepath.Join(docs, "out")},
-		ReadOnlyPaths: []string{work, docs},
-		HidePaths:     []string{hidden},
-	}, "")
-	require.NoError(t, err)
-	p.workdir = work
-	for _, c := range []struct {
-		cwd, root string
-		readOnly  bool
-		msg       string
-	}{
-		{work, work, false, ""},
-		{filepath.Join(docs, "out", "y"), filepath.Join(docs, "out"), false, ""},
-		{docs, docs, true, ""},
-		{filepath.Join(hidden, "x"), "", false, "is hidden in the sandbox"},
-		{hidden, "", false, "is hidden in the sandbox"},
-		{root, "", false, "is outside the sandbox's paths"},
-		{"/", "", false, `the workdir cannot be "/"`},
-	} {
-		real, r, msg := p.placeWorkdir(c.cwd)
-		if c.msg != "" {
-			assert.Contains(t, msg, c.msg, c.cwd)
-			continue
-		}
-		assert.Empty(t, msg, c.cwd)
-		assert.Equal(t, c.cwd, real)
-		assert.Equal(t, c.root, r.path, c.cwd)
-		assert.Equal(t, c.readOnly, r.readOnly, c.cwd)
-	}
-	// Each root once, the read-write one where a path is given twice.
-	_, _, msg := p.placeWorkdir(root)
-	assert.Contains(t, msg, "Use a directory under "+work+" (the default), "+filepath.Join(docs, "out")+", "+docs+" (read-only), or omit", msg)
 }

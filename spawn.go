@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/bgexec/bgexec/internal/host/sandbox"
 	"github.com/bgexec/bgexec/internal/session"
 )
 
@@ -21,11 +22,11 @@ type spawnSpec struct {
 	cgroup    *sessionCgroup // nil: process group only
 	pdeathsig bool           // SIGKILL the child when the forking thread exits
 	stateFile *os.File       // non-nil: the child's fd 4, for its shell state (shellstate.go)
-	// sandbox, when set, runs the command inside bwrap (see sandbox.go),
+	// sandbox, when set, runs the command inside bwrap (package sandbox),
 	// with sandboxDir, the working directory's real path, bound
 	// read-write, or read-only when sandboxReadOnly (it lies in a
 	// read-only path).
-	sandbox         *sandboxPlan
+	sandbox         *sandbox.Plan
 	sandboxDir      string
 	sandboxReadOnly bool
 

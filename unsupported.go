@@ -62,6 +62,3 @@ func (*limitRoot) remove()                                     {}
 func (*limitRoot) retryDirty()                                 {}
 
 func descriptorRefusal() string { return "" }
-
-func newSandboxPlan(*Sandbox, string) (*sandboxPlan, error) { return nil, errPlatform }
-func openRealPath(string) (*os.File, error)                 { return nil, errPlatform }

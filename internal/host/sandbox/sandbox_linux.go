@@ -1,6 +1,6 @@
 //go:build linux
 
-package bgexec
+package sandbox
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/memfd"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,11 +34,12 @@ const (
 	mountWritable
 )
 
-// newSandboxPlan validates sb and checks that bwrap runs here with every
-// namespace and the seccomp filter, naming the check that failed. workdir
-// is Config.Workdir ("" for the process's working directory).
-func newSandboxPlan(sb *Sandbox, workdir string) (*sandboxPlan, error) {
-	p, err := resolveSandbox(sb, userHome())
+// New validates sb and checks that bwrap runs here with every namespace
+// and the seccomp filter, naming the check that failed. workdir is the
+// configured default workdir ("" for the process's working directory);
+// defaultDir says where a call without workdir runs, given it.
+func New(sb Config, workdir string, defaultDir func(string) string) (*Plan, error) {
+	p, err := Resolve(sb, UserHome())
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +48,7 @@ func newSandboxPlan(sb *Sandbox, workdir string) (*sandboxPlan, error) {
 			return nil, fmt.Errorf("bgexec: Workdir %q: %w", workdir, err)
 		}
 	}
+	p.defaultDir = defaultDir
 	p.bwrap = sb.Bwrap
 	if p.bwrap == "" {
 		p.bwrap = "bwrap"
@@ -63,6 +65,10 @@ func newSandboxPlan(sb *Sandbox, workdir string) (*sandboxPlan, error) {
 	return p, nil
 }
 
+// probeEnvPath is the whole environment of a probe run: a fixed PATH of
+// system directories, none of the host's variables.
+const probeEnvPath = "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
+
 // probeTimeout bounds each probe run of bwrap.
 const probeTimeout = 20 * time.Second
 
@@ -70,7 +76,7 @@ const probeTimeout = 20 * time.Second
 // sandbox once. When that fails it runs bwrap again with one feature more
 // each time, from a bare mount namespace up, so the error names the first
 // that this host refuses.
-func (p *sandboxPlan) probe() error {
+func (p *Plan) probe() error {
 	if err := p.probeBindFD(); err != nil {
 		return err
 	}
@@ -109,11 +115,11 @@ func (p *sandboxPlan) probe() error {
 // probeBindFD checks that this bwrap has --bind-fd and --ro-bind-fd: the
 // sandbox binds every directory by descriptor, so a symbolic link put in
 // the place of one after it was checked cannot redirect the bind.
-func (p *sandboxPlan) probeBindFD() error {
+func (p *Plan) probeBindFD() error {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.bwrap, "--help")
-	cmd.Env = []string{watchdogEnvPath}
+	cmd.Env = []string{probeEnvPath}
 	out, err := cmd.Output()
 	if err != nil {
 		return fmt.Errorf("run %s --help: %w", p.bwrap, err)
@@ -126,7 +132,7 @@ func (p *sandboxPlan) probeBindFD() error {
 
 // probeFull runs `true` in the configured sandbox, its paths bound by
 // descriptor and its working directory "/" (not bound).
-func (p *sandboxPlan) probeFull() error {
+func (p *Plan) probeFull() error {
 	ops := p.mounts("", false)
 	binds, err := openBinds(ops)
 	if err != nil {
@@ -143,12 +149,12 @@ func (p *sandboxPlan) probeFull() error {
 // probeRun runs one bwrap command line, with extra on fd 3 on, and the
 // seccomp filter after them when it asks for one, and returns its
 // failure with bwrap's message.
-func (p *sandboxPlan) probeRun(argv []string, extra []*os.File) error {
+func (p *Plan) probeRun(argv []string, extra []*os.File) error {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = "/"
-	cmd.Env = []string{watchdogEnvPath}
+	cmd.Env = []string{probeEnvPath}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.ExtraFiles = extra
@@ -163,7 +169,10 @@ func (p *sandboxPlan) probeRun(argv []string, extra []*os.File) error {
 	if err := cmd.Run(); err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			msg, _, _ = strings.Cut(msg, "\n") // bwrap's message; not its usage text
-			return fmt.Errorf("%w: %s", err, middleTruncate(msg, 300))
+			if r := []rune(msg); len(r) > 300 {
+				msg = string(r[:300]) + "..."
+			}
+			return fmt.Errorf("%w: %s", err, msg)
 		}
 		return err
 	}
@@ -177,7 +186,7 @@ func (p *sandboxPlan) probeRun(argv []string, extra []*os.File) error {
 // session of their own (--new-session), so nothing inside can reach the
 // host's controlling terminal (TIOCSTI); a PTY session keeps its own
 // terminal as its controlling one, which only the session reads.
-func (p *sandboxPlan) argv(cwd string, ops []mountOp, bindFD, seccompFD int, pty bool) []string {
+func (p *Plan) argv(cwd string, ops []mountOp, bindFD, seccompFD int, pty bool) []string {
 	a := make([]string, 0, 48)
 	a = append(a, p.bwrap,
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup")
@@ -231,7 +240,7 @@ var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/p
 // path the strongest kind wins. The working directory is bound read-only
 // when it lies in a read-only path (cwdReadOnly). Hidden paths that no
 // longer exist are skipped.
-func (p *sandboxPlan) mounts(cwd string, cwdReadOnly bool) []mountOp {
+func (p *Plan) mounts(cwd string, cwdReadOnly bool) []mountOp {
 	kinds := make(map[string]int)
 	var order []string
 	add := func(path string, kind int) {
@@ -273,23 +282,25 @@ func (p *sandboxPlan) mounts(cwd string, cwdReadOnly bool) []mountOp {
 // seccompFile returns a sealed memfd holding the filter, at offset 0,
 // close-on-exec (ExtraFiles hands it to bwrap, which reads and closes it).
 func seccompFile(prog []byte) (*os.File, error) {
-	return sealedMemfd("bgexec-seccomp", prog)
+	return memfd.Sealed("bgexec-seccomp", prog)
 }
 
-// sandboxCommand turns spec into the bwrap command that runs it: after
-// extra (the script, if any) come the descriptors of the directories it
-// binds (opened without following links, see openBinds) and the seccomp
-// filter. owned are the files it opened, which the caller closes after
-// the start (bwrap has closed its copies by the time the command runs).
-func sandboxCommand(spec *spawnSpec, extra []*os.File) (path string, args []string, files, owned []*os.File, err error) {
+// Command returns the bwrap command that runs argv (argv[0] the shell's
+// path) in dir, the working directory's real path (bound read-only when
+// dirReadOnly), with a terminal when pty: after extra (the child's
+// descriptors from 3 on: the script, the state file) come the
+// descriptors of the directories it binds (opened without following
+// links, see openBinds) and the seccomp filter. owned are the files it
+// opened, which the caller closes after the start (bwrap has closed its
+// copies by the time the command runs).
+func (p *Plan) Command(argv []string, dir string, dirReadOnly, pty bool, extra []*os.File) (path string, args []string, files, owned []*os.File, err error) {
 	// bwrap would report a shell it cannot run as the command's exit
 	// code 1; the same check up front makes it the spawn error it is.
-	if err := unix.Access(spec.path, unix.X_OK); err != nil {
-		return "", nil, nil, nil, &os.PathError{Op: "fork/exec", Path: spec.path, Err: err}
+	if err := unix.Access(argv[0], unix.X_OK); err != nil {
+		return "", nil, nil, nil, &os.PathError{Op: "fork/exec", Path: argv[0], Err: err}
 	}
-	p := spec.sandbox
-	p.hook(sandboxStageChecked)
-	ops := p.mounts(spec.sandboxDir, spec.sandboxReadOnly)
+	p.hook(StageChecked)
+	ops := p.mounts(dir, dirReadOnly)
 	owned, err = openBinds(ops)
 	if err != nil {
 		return "", nil, nil, nil, err
@@ -302,56 +313,30 @@ func sandboxCommand(spec *spawnSpec, extra []*os.File) (path string, args []stri
 		return "", nil, nil, nil, fmt.Errorf("sandbox seccomp filter: %w", err)
 	}
 	owned = append(owned, f)
-	p.hook(sandboxStageOpened)
+	p.hook(StageOpened)
 	files = append(slices.Clip(extra), owned...)
 	bindFD := 3 + len(extra)
-	a := p.argv(spec.sandboxDir, ops, bindFD, 2+len(files), spec.pty)
-	a = append(a, spec.path)
-	a = append(a, spec.args[1:]...)
+	a := p.argv(dir, ops, bindFD, 2+len(files), pty)
+	a = append(a, argv...)
 	return p.bwrap, a, files, owned, nil
 }
 
 // The stages of a sandboxed spawn a test hook runs at (see
-// sandboxPlan.testHook): after the workdir was checked, and after the
+// Plan.SetTestHook): after the workdir was checked, and after the
 // directories to bind were opened.
 const (
-	sandboxStageChecked = "checked"
-	sandboxStageOpened  = "opened"
+	StageChecked = "checked"
+	StageOpened  = "opened"
 )
 
+// SetTestHook makes every later Command call h at each stage, on the
+// thread that forks bwrap. For tests only; not safe to call while
+// commands start.
+func (p *Plan) SetTestHook(h func(stage string)) { p.testHook = h }
+
 // hook runs the test hook, if any, at stage.
-func (p *sandboxPlan) hook(stage string) {
+func (p *Plan) hook(stage string) {
 	if p.testHook != nil {
 		p.testHook(stage)
 	}
-}
-
-// signalSandbox sends sig (not SIGKILL) to the sandbox's processes but
-// bwrap's own monitor, the session leader. bwrap does not pass signals on
-// and dies of a SIGTERM at once, and --die-with-parent would then SIGKILL
-// the command before it could use the grace period. The sandbox's init
-// (its pid 1) has no handlers, so it ignores what a process outside sends
-// it; it ends when the command does. c.mu is held.
-func (c *osChild) signalSandbox(sig syscall.Signal) error {
-	pids, err := c.cg.procs()
-	for _, pid := range pids {
-		if pid != c.leader {
-			_ = unix.Kill(pid, sig) // Best effort: it may have exited since.
-		}
-	}
-	c.sent = sig
-	return err
-}
-
-// sandboxStatus turns the status bwrap reports back into a signal death
-// when that is what it stands for: bwrap exits with 128+n when the command
-// died of signal n, and when n is the signal the session last sent, the
-// command died of it. A signal from inside the sandbox (a crash, a kill
-// by another process there) stays the exit code 128+n, since bwrap tells
-// nothing more.
-func (c *osChild) sandboxStatus(ws syscall.WaitStatus) syscall.WaitStatus {
-	if !c.sandboxed || c.sent == 0 || !ws.Exited() || ws.ExitStatus() != 128+int(c.sent) {
-		return ws
-	}
-	return syscall.WaitStatus(c.sent) // WIFSIGNALED, WTERMSIG = sent
 }
