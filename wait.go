@@ -26,69 +26,20 @@ const (
 )
 
 func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessRequest) (*Result, error) {
-	timeoutMs := float64(DefaultWaitTimeoutMs)
-	if req.Timeout != nil {
-		timeoutMs = float64(*req.Timeout)
-		if timeoutMs != timeoutMs || timeoutMs < 0 {
-			return failure("Invalid timeout: pass milliseconds from 0 to 600000."), nil
-		}
-		timeoutMs = min(timeoutMs, MaxWaitTimeoutMs)
-	}
-	if req.Port != 0 && (req.Port < 1 || req.Port > 65535) {
-		return failure(fmt.Sprintf("Invalid port %d: pass a TCP port from 1 to 65535.", req.Port)), nil
-	}
-	idle, bad := idleArg(req.IdleMs)
+	ws, bad := sc.waitSpec(s, req)
 	if bad != nil {
 		return bad, nil
 	}
-	if c := sc.reg.cfg.maxTimeout; c > 0 {
-		timeoutMs = min(timeoutMs, float64(c.Milliseconds())) // MaxTimeoutSec
-	}
-	asked := time.Duration(timeoutMs * float64(time.Millisecond))
-	spec := session.WaitSpec{Timeout: asked, Idle: idle}
-	var capped bool
-	spec.Timeout, capped = sc.reg.cfg.capWait(asked)
-	if req.Pattern != "" {
-		re, err := regexp.Compile(req.Pattern)
-		if err != nil {
-			return failure(fmt.Sprintf("Invalid pattern: %v. Pass an RE2 regular expression.", err)), nil
-		}
-		spec.Pattern = re
-	}
-	if req.Port != 0 {
-		port := req.Port
-		spec.Probe = func(ctx context.Context) bool { return portOpen(ctx, port) }
-		if rp, ok := s.Process().(host.PortProber); ok {
-			spec.Probe = func(ctx context.Context) bool { return rp.PortOpen(ctx, port) } // on the node
-		}
-		spec.ProbeEvery = portProbeInterval
-	}
-	w := s.Wait(ctx, spec)
+	w := s.Wait(ctx, ws.spec)
 	sc.reg.retract(sc.key, w.Retract)
 
 	sn := &w.Snap
 	d := Details{Status: statusOf(sn.Status), SessionID: s.ID(), Name: s.Name(), Condition: w.Condition}
-	var head string
 	switch w.Condition {
 	case session.CondPattern:
 		d.Matched = w.Matched
-		head = "Pattern matched: " + w.Matched
 	case session.CondPort:
 		d.Port = req.Port
-		head = fmt.Sprintf("Port %d is accepting connections.", req.Port)
-	case session.CondIdle:
-		head = fmt.Sprintf("Output has been quiet for %s ms.", strconv.FormatFloat(float64(*req.IdleMs), 'f', -1, 64))
-	case session.CondExit:
-		if spec.Pattern != nil || spec.Probe != nil || spec.Idle > 0 {
-			head = "The process ended before the condition held."
-		} else {
-			head = "The process ended."
-		}
-	default:
-		head = fmt.Sprintf("Timed out after %s ms; the condition did not hold.", strconv.FormatFloat(timeoutMs, 'f', -1, 64))
-		if capped {
-			head = "The condition did not hold yet. " + sc.reg.cfg.cappedNote("timeout", asked, "call wait again to keep waiting.")
-		}
 	}
 	end := exitLine(sn)
 	if sn.Ended {
@@ -99,10 +50,82 @@ func (sc *Scope) wait(ctx context.Context, s *session.Session, req *ProcessReque
 	if body == "" {
 		body = "(no new output)"
 	}
-	res := textResult(head+"\n\n"+cutBody(body, &w.Drained)+"\n\n"+end, d)
+	res := textResult(sc.waitHead(&w, req, ws)+"\n\n"+cutBody(body, &w.Drained)+"\n\n"+end, d)
 	sc.reg.noteSpill(res, s, w.Loss != session.LostNothing)
 	res.tookDrain(s, &w.Drained) // given back if it never reaches the model
 	return res, nil
+}
+
+// waitCall is a wait as its arguments ask for it.
+type waitCall struct {
+	spec      session.WaitSpec
+	timeoutMs float64       // as asked, at most MaxWaitTimeoutMs and the host's cap
+	asked     time.Duration // the same, before Config.MaxCallWaitMs
+	capped    bool          // Config.MaxCallWaitMs shortened it
+}
+
+// waitSpec checks a wait's arguments and turns them into the engine's
+// spec, or returns the failure result.
+func (sc *Scope) waitSpec(s *session.Session, req *ProcessRequest) (waitCall, *Result) {
+	var wc waitCall
+	wc.timeoutMs = float64(DefaultWaitTimeoutMs)
+	if req.Timeout != nil {
+		wc.timeoutMs = float64(*req.Timeout)
+		if wc.timeoutMs != wc.timeoutMs || wc.timeoutMs < 0 {
+			return wc, failure("Invalid timeout: pass milliseconds from 0 to 600000.")
+		}
+		wc.timeoutMs = min(wc.timeoutMs, MaxWaitTimeoutMs)
+	}
+	if req.Port != 0 && (req.Port < 1 || req.Port > 65535) {
+		return wc, failure(fmt.Sprintf("Invalid port %d: pass a TCP port from 1 to 65535.", req.Port))
+	}
+	idle, bad := idleArg(req.IdleMs)
+	if bad != nil {
+		return wc, bad
+	}
+	if c := sc.reg.cfg.maxTimeout; c > 0 {
+		wc.timeoutMs = min(wc.timeoutMs, float64(c.Milliseconds())) // MaxTimeoutSec
+	}
+	wc.asked = time.Duration(wc.timeoutMs * float64(time.Millisecond))
+	wc.spec = session.WaitSpec{Idle: idle}
+	wc.spec.Timeout, wc.capped = sc.reg.cfg.capWait(wc.asked)
+	if req.Pattern != "" {
+		re, err := regexp.Compile(req.Pattern)
+		if err != nil {
+			return wc, failure(fmt.Sprintf("Invalid pattern: %v. Pass an RE2 regular expression.", err))
+		}
+		wc.spec.Pattern = re
+	}
+	if req.Port != 0 {
+		port := req.Port
+		wc.spec.Probe = func(ctx context.Context) bool { return portOpen(ctx, port) }
+		if rp, ok := s.Process().(host.PortProber); ok {
+			wc.spec.Probe = func(ctx context.Context) bool { return rp.PortOpen(ctx, port) } // where it runs
+		}
+		wc.spec.ProbeEvery = portProbeInterval
+	}
+	return wc, nil
+}
+
+// waitHead is the first line of a wait's result: what ended it.
+func (sc *Scope) waitHead(w *session.Waited, req *ProcessRequest, wc waitCall) string {
+	switch w.Condition {
+	case session.CondPattern:
+		return "Pattern matched: " + w.Matched
+	case session.CondPort:
+		return fmt.Sprintf("Port %d is accepting connections.", req.Port)
+	case session.CondIdle:
+		return fmt.Sprintf("Output has been quiet for %s ms.", strconv.FormatFloat(float64(*req.IdleMs), 'f', -1, 64))
+	case session.CondExit:
+		if wc.spec.Pattern != nil || wc.spec.Probe != nil || wc.spec.Idle > 0 {
+			return "The process ended before the condition held."
+		}
+		return "The process ended."
+	}
+	if wc.capped {
+		return "The condition did not hold yet. " + sc.reg.cfg.cappedNote("timeout", wc.asked, "call wait again to keep waiting.")
+	}
+	return fmt.Sprintf("Timed out after %s ms; the condition did not hold.", strconv.FormatFloat(wc.timeoutMs, 'f', -1, 64))
 }
 
 // portOpen reports whether something accepts TCP connections on the port
