@@ -293,6 +293,30 @@ func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*se
 	if err != nil {
 		return nil, err
 	}
+	if err := c.checkValues(approval); err != nil {
+		return nil, err
+	}
+	cfg, err := c.bgexecConfig(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if err := tryConfig(cfg); err != nil {
+		return nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return &settings{
+		opts: &options{
+			cfg: cfg, progressEvery: time.Duration(c.ProgressMs) * time.Millisecond, logger: logger,
+			approvalTimeout: approval, approvalMode: strings.ToLower(strings.TrimSpace(c.ApprovalMode)),
+		},
+		addr: c.HTTP, tokenFile: c.TokenFile, maxMessage: c.MaxMessageBytes, idle: idle,
+		maxHTTPSessions: c.MaxHTTPSessions, auditLog: c.AuditLog,
+	}, nil
+}
+
+// checkValues checks the values that need no registry: ranges, choices,
+// absolute paths, the workdir, and keys that need one another.
+func (c *fileConfig) checkValues(approval time.Duration) error {
 	checks := []struct {
 		bad             bool
 		key, flag, want string
@@ -313,7 +337,7 @@ func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*se
 	}
 	for _, ch := range checks {
 		if ch.bad {
-			return nil, keyError(ch.key, ch.flag, "%s", ch.want)
+			return keyError(ch.key, ch.flag, "%s", ch.want)
 		}
 	}
 	for _, e := range []error{
@@ -324,7 +348,7 @@ func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*se
 		oneOf("containment", "containment", c.Containment, "auto", "off", "required"),
 	} {
 		if e != nil {
-			return nil, e
+			return e
 		}
 	}
 	for _, l := range []struct {
@@ -337,21 +361,26 @@ func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*se
 	} {
 		for _, p := range l.paths {
 			if !filepath.IsAbs(p) {
-				return nil, keyError(l.key, l.flag, "%q is not an absolute path", p)
+				return keyError(l.key, l.flag, "%q is not an absolute path", p)
 			}
 		}
 	}
 	sandboxSet := c.Sandbox.Network || c.Sandbox.MinimalRoot || len(c.Sandbox.WritablePaths.items)+len(c.Sandbox.ReadOnlyPaths.items)+len(c.Sandbox.HidePaths.items) > 0
 	if sandboxSet && !c.Sandbox.Enabled {
-		return nil, keyError("sandbox.enabled", "sandbox", "the sandbox's paths or network are set but the sandbox is not enabled")
+		return keyError("sandbox.enabled", "sandbox", "the sandbox's paths or network are set but the sandbox is not enabled")
 	}
 
 	if c.Workdir != "" {
 		if fi, err := os.Stat(c.Workdir); err != nil || !fi.IsDir() {
-			return nil, keyError("workdir", "workdir", "%q is not an existing directory", c.Workdir)
+			return keyError("workdir", "workdir", "%q is not an existing directory", c.Workdir)
 		}
 	}
+	return nil
+}
 
+// bgexecConfig is the library's Config for these settings, over what the
+// BGEXEC_* environment variables set.
+func (c *fileConfig) bgexecConfig(getenv func(string) string) (bgexec.Config, error) {
 	cfg := bgexec.ConfigFromEnv(getenv)
 	cfg.Workdir = c.Workdir
 	if c.Sandbox.Enabled {
@@ -363,7 +392,7 @@ func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*se
 	cfg.Host, cfg.DefaultNode = c.Host, c.DefaultNode
 	for name, n := range c.Nodes {
 		if n.Addr == "" {
-			return nil, fmt.Errorf("key nodes.%s.addr: every node needs an address (host:port)", name)
+			return cfg, fmt.Errorf("key nodes.%s.addr: every node needs an address (host:port)", name)
 		}
 		if cfg.Nodes == nil {
 			cfg.Nodes = map[string]bgexec.Node{}
@@ -386,28 +415,23 @@ func (c *fileConfig) validate(getenv func(string) string, stderr io.Writer) (*se
 	cfg.ExitNoticesInResults = c.ExitNotices
 	cfg.SpillDir = c.SpillDir
 	cfg.MaxCallWaitMs = c.MaxCallMs
+	return cfg, nil
+}
 
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+// tryConfig builds a registry from cfg and closes it at once, so every
+// check of NewRegistry (the sandbox's probe, nodes' keys, limits) runs
+// before the server starts.
+func tryConfig(cfg bgexec.Config) error {
 	trial := cfg
 	trial.Logger = slog.New(slog.DiscardHandler)
 	reg, err := bgexec.NewRegistry(trial)
 	if err != nil {
 		// bgexec names its Config field; the keys are the same words.
-		return nil, fmt.Errorf("the configuration is refused: %w", err)
+		return fmt.Errorf("the configuration is refused: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
-	if err := reg.Close(ctx); err != nil {
-		return nil, err
-	}
-	return &settings{
-		opts: &options{
-			cfg: cfg, progressEvery: time.Duration(c.ProgressMs) * time.Millisecond, logger: logger,
-			approvalTimeout: approval, approvalMode: strings.ToLower(strings.TrimSpace(c.ApprovalMode)),
-		},
-		addr: c.HTTP, tokenFile: c.TokenFile, maxMessage: c.MaxMessageBytes, idle: idle,
-		maxHTTPSessions: c.MaxHTTPSessions, auditLog: c.AuditLog,
-	}, nil
+	return reg.Close(ctx)
 }
 
 // attachAuditLog opens the audit log (-audit-log) for appending, creating
