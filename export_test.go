@@ -3,6 +3,7 @@
 package bgexec
 
 import (
+	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/host/sandbox"
 	"github.com/bgexec/bgexec/internal/session"
 )
@@ -26,3 +27,12 @@ const (
 	sandboxStageChecked = sandbox.StageChecked
 	sandboxStageOpened  = sandbox.StageOpened
 )
+
+// setHost makes h run every command of reg: the gateway's, and the
+// sandbox's when reg has one. Set it before the first exec.
+func setHost(reg *Registry, h host.Host) {
+	reg.hosts.gateway = h
+	if reg.hosts.sandbox != nil {
+		reg.hosts.sandbox = h
+	}
+}

@@ -5,26 +5,26 @@ package bgexec
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/bgexec/bgexec/internal/host"
+	"github.com/bgexec/bgexec/internal/host/hosttest"
 	"github.com/stretchr/testify/require"
 )
 
 // instantSpawn starts a fake process that prints its command and exits at
 // once, so fuzzed exec calls never run a real shell.
-func instantSpawn(spec *spawnSpec) (*spawned, error) {
-	r, w := io.Pipe()
-	f := &fakeChild{out: w, exited: make(chan struct{})}
+func instantSpawn(_ context.Context, spec *host.Spec) (*host.Started, error) {
+	f, sp := hosttest.Started()
 	go func() {
-		_, _ = w.Write([]byte(spec.args[len(spec.args)-1]))
-		f.exit(syscall.WaitStatus(3 << 8))
+		_, _ = f.Write([]byte(spec.Command))
+		f.Exit(syscall.WaitStatus(3 << 8))
 	}()
-	return &spawned{child: f, outputs: []io.Reader{r}}, nil
+	return sp, nil
 }
 
 // FuzzCall feeds arbitrary JSON to both tools. Invariants: no panic;
@@ -33,7 +33,7 @@ func instantSpawn(spec *spawnSpec) (*spawned, error) {
 func FuzzCall(f *testing.F) {
 	reg, err := NewRegistry(sandboxed(Config{YieldMs: 10, Containment: ContainmentOff, KillGrace: 10 * time.Millisecond}))
 	require.NoError(f, err)
-	reg.spawn = instantSpawn
+	setHost(reg, &hosttest.Host{StartFunc: instantSpawn})
 	f.Cleanup(func() { _ = reg.Close(context.Background()) })
 	sc := reg.Scope("fuzz")
 

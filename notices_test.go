@@ -4,12 +4,13 @@ package bgexec
 
 import (
 	"context"
-	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/host"
+	"github.com/bgexec/bgexec/internal/host/hosttest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -99,15 +100,14 @@ func TestExitNoticesInResults(t *testing.T) {
 		reg := newTestRegistry(t, Config{ExitNoticesInResults: true})
 		// Each job prints a line and ends as soon as it is started, so its
 		// end is often recorded before its exec's result is put together.
-		reg.spawn = func(*spawnSpec) (*spawned, error) {
-			r, w := io.Pipe()
-			f := &fakeChild{out: w, exited: make(chan struct{})}
+		setHost(reg, &hosttest.Host{StartFunc: func(context.Context, *host.Spec) (*host.Started, error) {
+			f, sp := hosttest.Started()
 			go func() {
-				_, _ = w.Write([]byte("job\n")) // until the session reads it
-				f.exit(0)
+				_, _ = f.Write([]byte("job\n")) // until the session reads it
+				f.Exit(0)
 			}()
-			return &spawned{child: f, outputs: []io.Reader{r}}, nil
-		}
+			return sp, nil
+		}})
 		sc := reg.Scope("a")
 		const jobs = 500
 		shown := map[string]int{}

@@ -7,13 +7,14 @@ package bgexec
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/host"
+	"github.com/bgexec/bgexec/internal/host/hosttest"
 	"github.com/bgexec/bgexec/internal/session"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -110,12 +111,11 @@ func TestBackgroundAlwaysReturnsRunning(t *testing.T) {
 	reg, err := NewRegistry(sandboxed(Config{JobTTLMs: 60000}))
 	require.NoError(t, err)
 	defer reg.Close(context.Background())
-	reg.spawn = func(*spawnSpec) (*spawned, error) {
-		r, w := io.Pipe()
-		f := &fakeChild{out: w, exited: make(chan struct{})}
-		f.exit(0) // gone before the session is even started
-		return &spawned{child: f, outputs: []io.Reader{r}}, nil
-	}
+	setHost(reg, &hosttest.Host{StartFunc: func(context.Context, *host.Spec) (*host.Started, error) {
+		f, sp := hosttest.Started()
+		f.Exit(0) // gone before the session is even started
+		return sp, nil
+	}})
 	sc := reg.Scope("a")
 	for i := range 2000 {
 		res := mustExec(t, sc, &ExecRequest{Command: "fake", Background: true})

@@ -4,63 +4,20 @@ package bgexec
 
 import (
 	"context"
-	"io"
-	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/host"
+	"github.com/bgexec/bgexec/internal/host/hosttest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // fakeChild is a process that exists only in memory, so yield, timeout,
 // grace and TTL logic can run under testing/synctest with a fake clock.
-type fakeChild struct {
-	out    *io.PipeWriter
-	exited chan struct{}
-
-	mu         sync.Mutex
-	once       sync.Once
-	status     syscall.WaitStatus
-	signals    []syscall.Signal
-	ignoreTerm bool // SIGTERM and SIGHUP do nothing; SIGKILL still works
-}
-
-func (f *fakeChild) Pid() int { return 4242 }
-
-func (f *fakeChild) AwaitExit() error { <-f.exited; return nil }
-
-func (f *fakeChild) Release() error { return nil }
-
-func (f *fakeChild) Reap() (syscall.WaitStatus, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.status, nil
-}
-
-func (f *fakeChild) SignalGroup(sig syscall.Signal) error {
-	f.mu.Lock()
-	f.signals = append(f.signals, sig)
-	ignore := f.ignoreTerm && sig != syscall.SIGKILL
-	f.mu.Unlock()
-	if !ignore {
-		f.exit(syscall.WaitStatus(sig))
-	}
-	return nil
-}
-
-// exit ends the fake with a wait status (code<<8, or the signal number).
-func (f *fakeChild) exit(ws syscall.WaitStatus) {
-	f.once.Do(func() {
-		f.mu.Lock()
-		f.status = ws
-		f.mu.Unlock()
-		_ = f.out.Close()
-		close(f.exited)
-	})
-}
+type fakeChild = hosttest.Process
 
 // fakeRegistry returns a registry whose sessions are fakeChild processes;
 // started receives each fake as it is spawned.
@@ -68,15 +25,14 @@ func fakeRegistry(t *testing.T, cfg Config, configure func(*fakeChild)) (*Regist
 	reg, err := NewRegistry(cfg)
 	require.NoError(t, err)
 	started := make(chan *fakeChild, 16)
-	reg.spawn = func(*spawnSpec) (*spawned, error) {
-		r, w := io.Pipe()
-		f := &fakeChild{out: w, exited: make(chan struct{})}
+	setHost(reg, &hosttest.Host{StartFunc: func(context.Context, *host.Spec) (*host.Started, error) {
+		f, sp := hosttest.Started()
 		if configure != nil {
 			configure(f)
 		}
 		started <- f
-		return &spawned{child: f, outputs: []io.Reader{r}}, nil
-	}
+		return sp, nil
+	}})
 	return reg, started
 }
 
@@ -92,14 +48,14 @@ func TestYieldWindowUnderFakeClock(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, StatusRunning, res.Details.Status)
 		assert.Equal(t, 1500*time.Millisecond, time.Since(start), "backgrounded exactly when the window ended")
-		(<-started).exit(0)
+		(<-started).Exit(0)
 
 		// A run that ends inside the window returns at that moment.
 		go func() {
 			f := <-started
 			time.Sleep(300 * time.Millisecond)
-			_, _ = f.out.Write([]byte("done\n"))
-			f.exit(0)
+			_, _ = f.Write([]byte("done\n"))
+			f.Exit(0)
 		}()
 		start = time.Now()
 		res, err = sc.Exec(context.Background(), &ExecRequest{Command: "fake", YieldMs: ptr(10000.0)})
@@ -112,14 +68,14 @@ func TestYieldWindowUnderFakeClock(t *testing.T) {
 		res, _ = sc.Exec(context.Background(), &ExecRequest{Command: "fake"})
 		assert.Equal(t, StatusRunning, res.Details.Status)
 		assert.Equal(t, 10*time.Second, time.Since(start))
-		(<-started).exit(0)
+		(<-started).Exit(0)
 	})
 }
 
 func TestTimeoutAndGraceUnderFakeClock(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		reg, started := fakeRegistry(t, Config{KillGrace: 3 * time.Second}, func(f *fakeChild) { f.ignoreTerm = true })
+		reg, started := fakeRegistry(t, Config{KillGrace: 3 * time.Second}, func(f *fakeChild) { f.IgnoreTerm = true })
 		defer reg.Close(context.Background())
 		sc := reg.Scope("a")
 
@@ -129,7 +85,7 @@ func TestTimeoutAndGraceUnderFakeClock(t *testing.T) {
 		f := <-started
 		assert.Equal(t, ExitReasonTimeout, res.Details.ExitReason)
 		assert.Equal(t, 5*time.Second, time.Since(start), "SIGTERM at 2 s, SIGKILL 3 s later")
-		assert.Equal(t, []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL, syscall.SIGKILL}, f.signals,
+		assert.Equal(t, []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL, syscall.SIGKILL}, f.Signals(),
 			"TERM, KILL after the grace, then the owner's final group KILL")
 
 		// The timeout holds in the background too.
@@ -151,7 +107,7 @@ func TestTTLReapingUnderFakeClock(t *testing.T) {
 		sc := reg.Scope("a")
 
 		id := startBackground(t, sc, &ExecRequest{Command: "fake"})
-		(<-started).exit(0)
+		(<-started).Exit(0)
 		synctest.Wait()
 		ended := time.Now()
 
@@ -175,6 +131,6 @@ func TestTTLReapingUnderFakeClock(t *testing.T) {
 		synctest.Wait()
 		poll, _ = sc.Process(context.Background(), &ProcessRequest{Action: "poll", SessionID: id})
 		assert.Equal(t, StatusRunning, poll.Details.Status)
-		f.exit(0)
+		f.Exit(0)
 	})
 }
