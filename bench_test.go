@@ -730,8 +730,10 @@ func readLoop(r *os.File, chunk int, grow bool, tail *[]byte) int64 {
 	for {
 		k, err := r.Read(buf)
 		if tail != nil && k > 0 {
-			*tail = append(*tail, buf[:k]...)
-			*tail = (*tail)[max(0, len(*tail)-64):]
+			// In place, so a 64 MiB stream leaves no garbage for the
+			// timed iterations' collector to sweep.
+			*tail = append(*tail, buf[max(0, k-64):k]...)
+			*tail = append((*tail)[:0], (*tail)[max(0, len(*tail)-64):]...)
 		}
 		if grow && k >= defaultPipe {
 			grow = false

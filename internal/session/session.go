@@ -328,8 +328,7 @@ func (r *readerCount) finish() {
 // counts, tails, log lines and patterns all see the same text; a pipe's
 // bytes are kept as the child wrote them.
 func (s *Session) readStream(id streamID, r io.Reader) {
-	var cl termtext.Cleaner
-	var le termtext.LineEnds
+	sc := streamCleaner{pty: s.opts.PTY}
 	pool := s.opts.Pool
 	sink := func(p []byte) {
 		if s.term != nil {
@@ -340,13 +339,12 @@ func (s *Session) readStream(id streamID, r io.Reader) {
 				s.answer(replies)
 			}
 		}
-		bp := pool.get()
-		text, n, ev := cl.Append((*bp)[:0], p)
-		if s.opts.PTY {
-			var removed int
-			text, removed = le.Apply(text)
-			n -= removed
+		if sc.plain(p) {
+			s.ingest(id, p, len(p), len(p), termtext.Events{})
+			return
 		}
+		bp := pool.get()
+		text, n, ev := sc.clean((*bp)[:0], p)
 		s.ingest(id, text, n, len(p), ev)
 		*bp = text[:cap(text)] // keep the (possibly grown) buffer at full length
 		pool.put(bp)
@@ -356,7 +354,7 @@ func (s *Session) readStream(id streamID, r io.Reader) {
 	} else {
 		pumpReader(r, pool, sink)
 	}
-	text, n := cl.Flush(nil) // U+FFFD at most: no line ending to change
+	text, n := sc.flush()
 	s.ingest(id, text, n, 0, termtext.Events{})
 }
 
