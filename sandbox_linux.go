@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"golang.org/x/sys/unix"
 )
 
@@ -113,7 +114,7 @@ func (p *sandboxPlan) probeBindFD() error {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.bwrap, "--help")
-	cmd.Env = []string{watchdogEnvPath}
+	cmd.Env = []string{contain.WatchdogEnvPath}
 	out, err := cmd.Output()
 	if err != nil {
 		return fmt.Errorf("run %s --help: %w", p.bwrap, err)
@@ -148,7 +149,7 @@ func (p *sandboxPlan) probeRun(argv []string, extra []*os.File) error {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = "/"
-	cmd.Env = []string{watchdogEnvPath}
+	cmd.Env = []string{contain.WatchdogEnvPath}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.ExtraFiles = extra
@@ -333,7 +334,7 @@ func (p *sandboxPlan) hook(stage string) {
 // (its pid 1) has no handlers, so it ignores what a process outside sends
 // it; it ends when the command does. c.mu is held.
 func (c *osChild) signalSandbox(sig syscall.Signal) error {
-	pids, err := c.cg.procs()
+	pids, err := c.cg.Procs()
 	for _, pid := range pids {
 		if pid != c.leader {
 			_ = unix.Kill(pid, sig) // Best effort: it may have exited since.
