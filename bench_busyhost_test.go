@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bgexec/bgexec/internal/contain"
 )
 
 // BenchmarkBusyHost measures what a poll and a list cost on a host with
@@ -153,7 +155,7 @@ func BenchmarkBusyHost(b *testing.B) {
 		var p benchPair
 		lib := func() { refreshResources(s) }
 		base := func() {
-			if _, err := groupMembers(leader); err != nil {
+			if _, err := contain.GroupMembers(leader); err != nil {
 				b.Fatal(err)
 			}
 		}

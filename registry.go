@@ -40,8 +40,8 @@ type Registry struct {
 	quota       quotas
 	limits      *contain.Limiter
 	containment ContainmentReport
-	nodes  *nodePool // the SSH connections to Config.Nodes; nil without nodes
-	hosts  hostSet   // where commands run, chosen here once
+	nodes       *nodePool // the SSH connections to Config.Nodes; nil without nodes
+	hosts       hostSet   // where commands run, chosen here once
 
 	// goroutines counts every goroutine the registry started but the
 	// notification goroutine; Close waits for it.

@@ -20,8 +20,8 @@ type spawnSpec struct {
 	cols      uint16
 	rows      uint16
 	cgroup    *contain.Cgroup // nil: process group only
-	pdeathsig bool           // SIGKILL the child when the forking thread exits
-	stateFile *os.File       // non-nil: the child's fd 4, for its shell state (shellstate.go)
+	pdeathsig bool            // SIGKILL the child when the forking thread exits
+	stateFile *os.File        // non-nil: the child's fd 4, for its shell state (shellstate.go)
 	// sandbox, when set, runs the command inside bwrap (see sandbox.go),
 	// with sandboxDir, the working directory's real path, bound
 	// read-write, or read-only when sandboxReadOnly (it lies in a

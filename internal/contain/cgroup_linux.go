@@ -138,11 +138,11 @@ func (r *Root) RetryDirty(bound time.Duration) int {
 	return len(r.dirty)
 }
 
-// findCgroup2Dir returns the directory of this process's cgroup in the
+// Cgroup2Dir returns the directory of this process's cgroup in the
 // cgroup v2 hierarchy, from /proc/self/cgroup and /proc/self/mountinfo. The
 // hierarchy may be mounted at /sys/fs/cgroup or /sys/fs/cgroup/unified
 // (hybrid systems).
-func findCgroup2Dir() (string, error) {
+func Cgroup2Dir() (string, error) {
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return "", err
@@ -228,7 +228,7 @@ func eachCgroupMount(f func(cgroupMount) bool) error {
 // cgroup, and checks that a shell can be cloned into a session cgroup
 // below it, or reports why it cannot.
 func NewRoot() (*Root, error) {
-	base, err := findCgroup2Dir()
+	base, err := Cgroup2Dir()
 	if err != nil {
 		return nil, err
 	}
@@ -735,3 +735,8 @@ func (n *namespace) close() {
 		n.fd = -1
 	}
 }
+
+// Populated reports whether any process is in the cgroup v2 directory
+// dir, from its cgroup.events. When it cannot tell, it reports true and
+// the reason.
+func Populated(dir string) (bool, error) { return (&Cgroup{dir: dir, fd: -1}).Populated() }

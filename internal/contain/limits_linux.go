@@ -198,7 +198,7 @@ func migrationText(cg *Root) string {
 // pids.max, the parent of every session's: the sum of their tasks. A
 // failure is reported and warned about.
 func (l *Limiter) capTasks(path string, b taskBudget) {
-	if err := writeFile(path, strconv.FormatInt(b.free, 10)); err != nil {
+	if err := WriteFile(path, strconv.FormatInt(b.free, 10)); err != nil {
 		l.report.TaskBudget = 0
 		l.report.TaskBudgetSource += "; not applied to the sessions together: " + err.Error()
 		l.report.BudgetWarning = "bgexec: the sessions' tasks together are not capped below the host's own pids.max (" + b.String() + "): " + err.Error()
@@ -210,10 +210,10 @@ func (l *Limiter) capTasks(path string, b taskBudget) {
 // fork bomb that took all of it would leave the host's Go runtime unable
 // to start a thread, which aborts the process.
 
-// hostTaskReserve is how many tasks of its tightest ancestor's pids.max
+// HostTaskReserve is how many tasks of its tightest ancestor's pids.max
 // the host keeps for its own threads and processes: a quarter of the
 // limit, at least 64.
-func hostTaskReserve(limit int64) int64 { return max(64, limit/4) }
+func HostTaskReserve(limit int64) int64 { return max(64, limit/4) }
 
 // minTaskBudget is the least the sessions get, even when the host's
 // budget leaves less: a shell and a command.
@@ -236,10 +236,10 @@ func (b taskBudget) String() string {
 // pids.max there leaves; false when none limits tasks.
 func hostTaskBudget() (taskBudget, bool) {
 	var starts []string
-	if d, err := findCgroup2Dir(); err == nil {
+	if d, err := Cgroup2Dir(); err == nil {
 		starts = append(starts, d)
 	}
-	if mnt, rel, err := v1Mount("pids"); err == nil {
+	if mnt, rel, err := V1Mount("pids"); err == nil {
 		starts = append(starts, filepath.Join(mnt, rel))
 	}
 	var best taskBudget
@@ -251,9 +251,9 @@ func hostTaskBudget() (taskBudget, bool) {
 			if _, err := os.Stat(filepath.Join(d, "cgroup.procs")); err != nil {
 				break
 			}
-			limit, current := readInt(filepath.Join(d, "pids.max")), readInt(filepath.Join(d, "pids.current"))
+			limit, current := ReadInt(filepath.Join(d, "pids.max")), ReadInt(filepath.Join(d, "pids.current"))
 			if limit > 0 && current >= 0 {
-				b := taskBudget{dir: d, limit: limit, current: current, reserve: hostTaskReserve(limit)}
+				b := taskBudget{dir: d, limit: limit, current: current, reserve: HostTaskReserve(limit)}
 				b.free = max(minTaskBudget, limit-current-b.reserve)
 				if !found || b.free < best.free {
 					best, found = b, true
@@ -278,7 +278,7 @@ func enableV2(dir, ctrl string) error {
 	if !containsWord(string(b), ctrl) {
 		return fmt.Errorf("%s is not delegated to %s (enable it in the parent's cgroup.subtree_control)", ctrl, filepath.Dir(dir))
 	}
-	return writeFile(filepath.Join(dir, "cgroup.subtree_control"), "+"+ctrl)
+	return WriteFile(filepath.Join(dir, "cgroup.subtree_control"), "+"+ctrl)
 }
 
 func containsWord(s, w string) bool {
@@ -290,8 +290,8 @@ func containsWord(s, w string) bool {
 	return false
 }
 
-// writeFile writes one value to a cgroup file that exists.
-func writeFile(path, value string) error {
+// WriteFile writes one value to a cgroup file that exists.
+func WriteFile(path, value string) error {
 	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: path, Err: err}
@@ -306,7 +306,7 @@ func writeFile(path, value string) error {
 // newV1Hierarchy creates the registry's directory, named like its v2
 // cgroup, in the v1 hierarchy of ctrl below this process's cgroup there.
 func newV1Hierarchy(ctrl, name, limitFile string) (*v1Hierarchy, error) {
-	mnt, rel, err := v1Mount(ctrl)
+	mnt, rel, err := V1Mount(ctrl)
 	if err != nil {
 		return nil, err
 	}
@@ -350,9 +350,9 @@ func removeStaleV1(home string) {
 	}
 }
 
-// v1Mount finds the mount point of the v1 hierarchy with ctrl and this
+// V1Mount finds the mount point of the v1 hierarchy with ctrl and this
 // process's cgroup in it (relative to the mount's root).
-func v1Mount(ctrl string) (mnt, rel string, err error) {
+func V1Mount(ctrl string) (mnt, rel string, err error) {
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return "", "", err
@@ -397,9 +397,9 @@ func (l *Limiter) Attach(c *Cgroup) error {
 	sl := &sessionLimits{root: l}
 	if c.reused {
 		// A spare has its limits already, and counters of earlier sessions.
-		sl.baseCPUUsec = readKey(filepath.Join(c.dir, "cpu.stat"), "usage_usec")
+		sl.baseCPUUsec = ReadKey(filepath.Join(c.dir, "cpu.stat"), "usage_usec")
 		if l.v2["memory"] {
-			sl.baseOOM = readKey(filepath.Join(c.dir, "memory.events"), "oom_kill")
+			sl.baseOOM = ReadKey(filepath.Join(c.dir, "memory.events"), "oom_kill")
 		}
 	} else if err := l.writeV2(c.dir); err != nil {
 		return err
@@ -413,7 +413,7 @@ func (l *Limiter) Attach(c *Cgroup) error {
 	if set := l.takeSpare(); set != nil {
 		sl.v1 = set
 		if dir := sl.v1Dir("memory"); dir != "" {
-			sl.baseOOMv1 = readKey(filepath.Join(dir, "memory.oom_control"), "oom_kill")
+			sl.baseOOMv1 = ReadKey(filepath.Join(dir, "memory.oom_control"), "oom_kill")
 		}
 	} else {
 		var b [6]byte
@@ -446,18 +446,18 @@ func (l *Limiter) Attach(c *Cgroup) error {
 func (l *Limiter) writeV2(dir string) error {
 	var errs []error
 	if l.v2["memory"] && l.lim.MemoryBytes > 0 {
-		errs = append(errs, writeFile(filepath.Join(dir, v2MemoryMax), strconv.FormatInt(l.lim.MemoryBytes, 10)))
+		errs = append(errs, WriteFile(filepath.Join(dir, v2MemoryMax), strconv.FormatInt(l.lim.MemoryBytes, 10)))
 		// Swap would let a session past its limit; the file is absent
 		// without swap accounting.
-		if err := writeFile(filepath.Join(dir, "memory.swap.max"), "0"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := WriteFile(filepath.Join(dir, "memory.swap.max"), "0"); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	if l.v2["pids"] && l.lim.Tasks > 0 {
-		errs = append(errs, writeFile(filepath.Join(dir, v2PidsMax), strconv.Itoa(l.lim.Tasks)))
+		errs = append(errs, WriteFile(filepath.Join(dir, v2PidsMax), strconv.Itoa(l.lim.Tasks)))
 	}
 	if l.v2["cpu"] && l.lim.CPU > 0 {
-		errs = append(errs, writeFile(filepath.Join(dir, v2CPUMax), fmt.Sprintf("%d %d", cpuQuota(l.lim.CPU), CPUPeriod)))
+		errs = append(errs, WriteFile(filepath.Join(dir, v2CPUMax), fmt.Sprintf("%d %d", cpuQuota(l.lim.CPU), CPUPeriod)))
 	}
 	return errors.Join(errs...)
 }
@@ -470,23 +470,23 @@ func (l *Limiter) writeV1(ctrl, dir string) error {
 			return nil
 		}
 		v := strconv.FormatInt(l.lim.MemoryBytes, 10)
-		if err := writeFile(filepath.Join(dir, v1MemLimit), v); err != nil {
+		if err := WriteFile(filepath.Join(dir, v1MemLimit), v); err != nil {
 			return err
 		}
 		// memory+swap, when swap is accounted: no way past the limit.
-		if err := writeFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), v); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), v); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	case "pids":
 		if l.lim.Tasks > 0 {
-			return writeFile(filepath.Join(dir, v1PidsMax), strconv.Itoa(l.lim.Tasks))
+			return WriteFile(filepath.Join(dir, v1PidsMax), strconv.Itoa(l.lim.Tasks))
 		}
 	case "cpu":
 		if l.lim.CPU > 0 {
-			if err := writeFile(filepath.Join(dir, "cpu.cfs_period_us"), strconv.Itoa(CPUPeriod)); err != nil {
+			if err := WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), strconv.Itoa(CPUPeriod)); err != nil {
 				return err
 			}
-			return writeFile(filepath.Join(dir, v1CFSQuota), strconv.FormatInt(cpuQuota(l.lim.CPU), 10))
+			return WriteFile(filepath.Join(dir, v1CFSQuota), strconv.FormatInt(cpuQuota(l.lim.CPU), 10))
 		}
 	}
 	return nil
@@ -626,10 +626,10 @@ func (c *Cgroup) OOMKilled() bool {
 	}
 	l := c.lim.root
 	if l.v2["memory"] {
-		return readKey(filepath.Join(c.dir, "memory.events"), "oom_kill")-c.lim.baseOOM > 0
+		return ReadKey(filepath.Join(c.dir, "memory.events"), "oom_kill")-c.lim.baseOOM > 0
 	}
 	if dir := c.lim.v1Dir("memory"); dir != "" {
-		return readKey(filepath.Join(dir, "memory.oom_control"), "oom_kill")-c.lim.baseOOMv1 > 0
+		return ReadKey(filepath.Join(dir, "memory.oom_control"), "oom_kill")-c.lim.baseOOMv1 > 0
 	}
 	return false
 }
@@ -644,9 +644,9 @@ func (sl *sessionLimits) v1Dir(ctrl string) string {
 	return ""
 }
 
-// readKey reads the value of "key N" from a flat-keyed cgroup file; -1
+// ReadKey reads the value of "key N" from a flat-keyed cgroup file; -1
 // when it cannot.
-func readKey(path, key string) int64 {
+func ReadKey(path, key string) int64 {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return -1
@@ -662,8 +662,8 @@ func readKey(path, key string) int64 {
 	return -1
 }
 
-// readInt reads a cgroup file holding one number; -1 when it cannot.
-func readInt(path string) int64 {
+// ReadInt reads a cgroup file holding one number; -1 when it cannot.
+func ReadInt(path string) int64 {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return -1
@@ -714,4 +714,37 @@ func OpenDescriptors() (int64, error) {
 	}
 	n, err := p.FileDescriptorsLen()
 	return int64(n), err
+}
+
+// Hierarchy is a cgroup v1 hierarchy a Limiter uses for a controller.
+type Hierarchy struct {
+	Controller string // "memory", "pids" or "cpu"
+	Dir        string // the registry's directory in it
+}
+
+// V1 lists the cgroup v1 hierarchies in use, in the order controllers are
+// applied; none on a pure cgroup v2 host. Nil-safe.
+func (l *Limiter) V1() []Hierarchy {
+	if l == nil {
+		return nil
+	}
+	out := make([]Hierarchy, 0, len(l.v1))
+	for _, h := range l.v1 {
+		out = append(out, Hierarchy{Controller: h.ctrl, Dir: h.dir})
+	}
+	return out
+}
+
+// ControllerDir is the directory whose interface files apply ctrl
+// ("memory", "pids", "cpu") to the session: its v2 cgroup, or its
+// directory in the v1 hierarchy of ctrl; "" when no limit controller
+// reaches it. Nil-safe.
+func (c *Cgroup) ControllerDir(ctrl string) string {
+	if c == nil || c.lim == nil {
+		return ""
+	}
+	if c.lim.root.v2[ctrl] {
+		return c.dir
+	}
+	return c.lim.v1Dir(ctrl)
 }

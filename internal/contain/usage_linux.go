@@ -87,7 +87,7 @@ func (c *Cgroup) counters(r *host.Usage) {
 	if c.lim != nil {
 		base = c.lim.baseCPUUsec
 	}
-	if us := readKey(filepath.Join(c.dir, "cpu.stat"), "usage_usec"); us >= 0 {
+	if us := ReadKey(filepath.Join(c.dir, "cpu.stat"), "usage_usec"); us >= 0 {
 		r.CPUMs = max(us-base, 0) / 1000
 	}
 	sl := c.lim
@@ -96,16 +96,16 @@ func (c *Cgroup) counters(r *host.Usage) {
 	}
 	switch {
 	case sl.root.v2["memory"]:
-		r.MemoryBytes = readInt(filepath.Join(c.dir, "memory.current"))
+		r.MemoryBytes = ReadInt(filepath.Join(c.dir, "memory.current"))
 	case sl.v1Dir("memory") != "":
-		r.MemoryBytes = readInt(filepath.Join(sl.v1Dir("memory"), "memory.usage_in_bytes"))
+		r.MemoryBytes = ReadInt(filepath.Join(sl.v1Dir("memory"), "memory.usage_in_bytes"))
 	}
 	n := int64(-1)
 	switch {
 	case sl.root.v2["pids"]:
-		n = readInt(filepath.Join(c.dir, "pids.current"))
+		n = ReadInt(filepath.Join(c.dir, "pids.current"))
 	case sl.v1Dir("pids") != "":
-		n = readInt(filepath.Join(sl.v1Dir("pids"), "pids.current"))
+		n = ReadInt(filepath.Join(sl.v1Dir("pids"), "pids.current"))
 	}
 	if n >= 0 {
 		r.Tasks = int(n)

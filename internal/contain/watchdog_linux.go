@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// watchdogScript runs in two small sh processes per registry (see
+// WatchdogScript runs in two small sh processes per registry (see
 // watchdog). It reads "+ pgid" and "- pgid" lines, and "+n ino" and
 // "-n ino" for the sessions' cgroup namespaces, from its lifeline, a
 // socket only the host holds the other end of, keeping the sets as
@@ -57,7 +57,7 @@ import (
 // (unset with a bad name is fatal in sh). The same check guards the kill,
 // so a variable the shell did not get from a line (it has no inherited
 // environment) cannot name a group either.
-const watchdogScript = `trap '' HUP INT TERM
+const WatchdogScript = `trap '' HUP INT TERM
 stopns() {
 	b=${2##*/}
 	prev=
@@ -159,7 +159,7 @@ type Watchdog struct {
 	keepers   sync.WaitGroup
 
 	mu       sync.Mutex // serialises lines, restarts and close
-	procs    [watchdogCount]*watchdogProc
+	procs    [WatchdogCount]*watchdogProc
 	groups   map[int]struct{}    // listed process groups
 	nss      map[uint64]struct{} // listed cgroup namespaces (by inode number)
 	keeping  bool                // the keepers were started
@@ -167,9 +167,9 @@ type Watchdog struct {
 	restarts int
 }
 
-// watchdogCount is how many watchdog processes a registry runs: one to
+// WatchdogCount is how many watchdog processes a registry runs: one to
 // spare, so that no single kill opens a window.
-const watchdogCount = 2
+const WatchdogCount = 2
 
 // watchdogProc is one watchdog process and the host's end of its lifeline.
 type watchdogProc struct {
@@ -243,7 +243,7 @@ func newLifeline() (host, child *os.File, err error) {
 // watchdogCommand returns the watchdog process, reading its orders from
 // in. Its argv, environment and working directory are fixed.
 func watchdogCommand(cgroupDir string, in *os.File) *exec.Cmd {
-	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "bgexec-watchdog", cgroupDir)
+	cmd := exec.Command("/bin/sh", "-c", WatchdogScript, "bgexec-watchdog", cgroupDir)
 	cmd.Env = []string{WatchdogEnvPath}
 	cmd.Dir = "/"
 	cmd.Stdin = in
