@@ -32,7 +32,7 @@ import (
 //   - read: one fresh resource view of the session (what a poll pays at
 //     most once per 250 ms; kill pays it every time), against the scan of
 //     every /proc/<pid>/stat that every poll and every listed session paid
-//     before (groupMembers): the old cost, measured in the same run.
+//     before (contain.GroupMembers): the old cost, measured in the same run.
 func BenchmarkBusyHost(b *testing.B) {
 	n := int(benchEnvInt("BGEXEC_BENCH_HOST_PROCS", 2000))
 	if testing.Short() {

@@ -81,36 +81,6 @@ func awaitIgnored(t *testing.T, pid int, sig syscall.Signal) {
 	}
 }
 
-// spareUID returns a uid no process on this machine runs as.
-func spareUID(t *testing.T) uint32 {
-	t.Helper()
-	used := map[uint32]bool{}
-	ents, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	for _, e := range ents {
-		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
-				for _, f := range strings.Fields(v) {
-					if n, err := strconv.ParseUint(f, 10, 32); err == nil {
-						used[uint32(n)] = true
-					}
-				}
-			}
-		}
-	}
-	for uid := uint32(60000); uid < 61000; uid++ {
-		if !used[uid] {
-			return uid
-		}
-	}
-	t.Skip("no spare uid in 60000-60999")
-	return 0
-}
-
 // A session runs as the host's user, so it can find the watchdog in /proc.
 // It tries to write orders into every descriptor of the watchdog: a line
 // that would inject a command, one that lists a process group outside the

@@ -303,7 +303,7 @@ type Cgroup struct {
 
 	// reused is set for a spare cgroup taken again: its counters start
 	// where the last session left them. lim is the session's share of
-	// the registry's limits (limits_linux.go); nil without limits.
+	// the registry's limits (see Limiter); nil without limits.
 	reused bool
 	lim    *sessionLimits
 

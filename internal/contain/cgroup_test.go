@@ -104,7 +104,6 @@ func TestCgroupFilesFailClosed(t *testing.T) {
 	})
 }
 
-
 // BenchmarkCgroupNamespaceScan is the cost a session end pays to find
 // the processes of its cgroup namespace: one scan of /proc (here for a
 // namespace nothing is in). Target: under 10 ms for 200 /proc entries;
