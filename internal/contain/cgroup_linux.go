@@ -62,12 +62,9 @@ func (r *Root) Dirty() []string {
 	return slices.Clone(r.dirty)
 }
 
-// MaxSpares is how many emptied session cgroups a Root keeps for reuse.
-const MaxSpares = maxSpareCgroups
-
-// maxSpareCgroups is how many emptied session cgroups a registry keeps for
-// the next sessions, which then skip a mkdir and an rmdir each.
-const maxSpareCgroups = 4
+// MaxSpares is how many emptied session cgroups a Root keeps for the next
+// sessions, which then skip a mkdir and an rmdir each.
+const MaxSpares = 4
 
 // takeSpare returns an emptied session cgroup to reuse, or "".
 func (r *Root) takeSpare() string {
@@ -88,7 +85,7 @@ func (r *Root) takeSpare() string {
 func (r *Root) keepSpare(dir string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || len(r.spare) >= maxSpareCgroups {
+	if r.closed || len(r.spare) >= MaxSpares {
 		return false
 	}
 	r.spare = append(r.spare, dir)

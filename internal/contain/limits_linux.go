@@ -60,7 +60,7 @@ func (l *Limiter) takeSpare() []string {
 func (l *Limiter) keepSpare(set []string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || len(l.spare) >= maxSpareCgroups || len(set) == 0 {
+	if l.closed || len(l.spare) >= MaxSpares || len(set) == 0 {
 		return false
 	}
 	l.spare = append(l.spare, set)

@@ -139,6 +139,8 @@ fi
 
 // WatchdogEnvPath is the watchdog's whole environment. Nothing of the
 // host's is passed on: no variable (IFS, PATH, ENV, a g_ name) may steer it.
+// Other helper processes that need nothing of the host's environment (the
+// sandbox's probes) get it too.
 const WatchdogEnvPath = "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
 // watchdog is the host side of the watchdog processes. It runs two, each
