@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bgexec/bgexec/internal/contain"
 )
 
 // BenchmarkBusyHost measures what a poll and a list cost on a host with
@@ -30,7 +32,7 @@ import (
 //   - read: one fresh resource view of the session (what a poll pays at
 //     most once per 250 ms; kill pays it every time), against the scan of
 //     every /proc/<pid>/stat that every poll and every listed session paid
-//     before (groupMembers): the old cost, measured in the same run.
+//     before (contain.GroupMembers): the old cost, measured in the same run.
 func BenchmarkBusyHost(b *testing.B) {
 	n := int(benchEnvInt("BGEXEC_BENCH_HOST_PROCS", 2000))
 	if testing.Short() {
@@ -153,7 +155,7 @@ func BenchmarkBusyHost(b *testing.B) {
 		var p benchPair
 		lib := func() { refreshResources(s) }
 		base := func() {
-			if _, err := groupMembers(leader); err != nil {
+			if _, err := contain.GroupMembers(leader); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -13,12 +13,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -28,11 +28,11 @@ import (
 // hierarchy and in the v1 pids and memory hierarchies, those that exist.
 func hostCgroupDirs() []string {
 	var dirs []string
-	if d, err := findCgroup2Dir(); err == nil {
+	if d, err := contain.Cgroup2Dir(); err == nil {
 		dirs = append(dirs, d)
 	}
 	for _, ctrl := range []string{"pids", "memory"} {
-		if mnt, rel, err := v1Mount(ctrl); err == nil {
+		if mnt, rel, err := contain.V1Mount(ctrl); err == nil {
 			dirs = append(dirs, filepath.Join(mnt, rel))
 		}
 	}
@@ -188,64 +188,4 @@ func TestContainmentCgroupMigration(t *testing.T) {
 			awaitNoTagged(t, tag)
 		})
 	}
-}
-
-// BenchmarkCgroupNamespaceScan is the cost a session end pays to find
-// the processes of its cgroup namespace: one scan of /proc (here for a
-// namespace nothing is in). Target: under 10 ms for 200 /proc entries;
-// 6.2 ms measured with 189 at load average 26 on the 2-core machine.
-func BenchmarkCgroupNamespaceScan(b *testing.B) {
-	n := &cgroupNamespace{fd: -1, link: "cgroup:[1]"} // no namespace has inode 1
-	buf := make([]byte, 64)
-	b.ReportAllocs()
-	for b.Loop() {
-		if found, err := n.killOnce(buf); err != nil || found != 0 {
-			b.Fatal(found, err)
-		}
-	}
-	ents, _ := os.ReadDir("/proc")
-	b.ReportMetric(float64(len(ents)), "proc-entries")
-}
-
-// A session that entered the host's cgroup namespace (or init's) before
-// the host looked must not make the host kill "every process of its
-// namespace": the machine.
-func TestCgroupNamespaceIsNeverTheHosts(t *testing.T) {
-	self, err := openCgroupNamespace(os.Getpid())
-	require.NoError(t, err)
-	defer self.close()
-	assert.True(t, self.shared(), "the host's own namespace is shared")
-	cg := &sessionCgroup{dir: t.TempDir(), fd: -1} // no cgroup.procs: no members
-	assert.Nil(t, sessionNamespace(os.Getpid(), cg), "a leader in the host's namespace gives the session none")
-}
-
-// A namespace's kill never takes a process that lives in another bgexec
-// session's cgroup for its own, even if the number matched: whatever
-// made it match, that process is another session's.
-func TestCgroupNamespaceSparesOtherSessions(t *testing.T) {
-	skipInSandboxSuite(t, "it reads a gateway session's cgroup from the host")
-	t.Parallel()
-	if !cgroupsAvailable(t) {
-		t.Skip("cgroup v2 containment is not available here")
-	}
-	reg := newTestRegistry(t, Config{})
-	sc := reg.Scope("other")
-	res := mustExec(t, sc, &ExecRequest{Command: "exec sleep 300", Background: true})
-	pid := strconv.Itoa(res.Details.Pid)
-	b, err := os.ReadFile("/proc/" + pid + "/cgroup")
-	require.NoError(t, err)
-	var path string
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			path = p
-		}
-	}
-	require.Contains(t, path, "/bgexec-", "the session lives in its session cgroup")
-	own := &cgroupNamespace{fd: -1, own: "/bgexec-0-none/s-none"}
-	assert.True(t, own.stranger(pid), "a process in another session's cgroup %s is a stranger", path)
-	mine := &cgroupNamespace{fd: -1, own: path}
-	assert.False(t, mine.stranger(pid), "the session's own process is not")
-	moved := &cgroupNamespace{fd: -1, own: path + "-elsewhere"}
-	assert.True(t, moved.stranger(pid))
-	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: res.Details.SessionID})
 }

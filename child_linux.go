@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/memfd"
 	"github.com/bgexec/bgexec/internal/session"
 	"golang.org/x/sys/unix"
@@ -26,8 +27,8 @@ type osChild struct {
 	cmd    *exec.Cmd // reaps the leader only when pidfd is nil
 	pidfd  *os.File  // nil when pidfd_open is unavailable
 
-	cg       *sessionCgroup // nil without cgroup containment
-	watchdog *watchdog      // learns the pgid, to kill it if this process dies
+	cg       *contain.Cgroup   // nil without cgroup containment
+	watchdog *contain.Watchdog // learns the pgid, to kill it if this process dies
 
 	res resourceCache // the resources list and poll show
 
@@ -47,40 +48,10 @@ func (c *osChild) Pid() int { return c.leader }
 // AwaitExit blocks until the leader has exited, without reaping it, so the
 // process group id stays valid for a final SIGKILL.
 func (c *osChild) AwaitExit() error {
-	if c.pidfd == nil || awaitPidfd(c.pidfd) != nil {
+	if c.pidfd == nil || contain.AwaitPidfd(c.pidfd) != nil {
 		return c.waitNoReap()
 	}
 	return nil
-}
-
-// awaitPidfd blocks until the process behind a non-blocking pidfd has
-// exited, parked in the runtime poller rather than holding a thread. It
-// does not reap.
-func awaitPidfd(pidfd *os.File) error {
-	rc, err := pidfd.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var perr error
-	err = rc.Read(func(fd uintptr) bool {
-		// A pidfd becomes readable when the process exits. Even a
-		// zero-timeout poll fails with EINTR when a signal arrives (SIGCHLD
-		// from any other child, SIGURG preemption): that is no exit, and
-		// taking it for one would SIGKILL a live process group.
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for {
-			n, err := unix.Poll(fds, 0)
-			if err == unix.EINTR {
-				continue
-			}
-			perr = err
-			return err != nil || n > 0
-		}
-	})
-	if err != nil {
-		return err
-	}
-	return perr
 }
 
 // waitNoReap blocks until the leader exits, leaving the zombie (for old
@@ -114,14 +85,12 @@ func (c *osChild) SignalGroup(sig syscall.Signal) error {
 	if c.cg != nil {
 		// Also reach processes that left the group (setsid, double fork).
 		if sig == unix.SIGKILL {
-			err = errors.Join(err, c.cg.killLeft())
-			if c.cg.ns != nil {
-				// And those that left the cgroup: root may write itself
-				// into any cgroup.procs, but not out of its namespace.
-				err = errors.Join(err, c.cg.ns.kill())
-			}
+			err = errors.Join(err, c.cg.KillLeft())
+			// And those that left the cgroup: root may write itself into
+			// any cgroup.procs, but not out of its namespace.
+			err = errors.Join(err, c.cg.KillNamespace())
 		} else {
-			err = errors.Join(err, c.cg.signal(sig))
+			err = errors.Join(err, c.cg.Signal(sig))
 		}
 	}
 	if sig == unix.SIGKILL {
@@ -136,7 +105,7 @@ func (c *osChild) Reap() (syscall.WaitStatus, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reaped = true
-	c.watchdog.forget(c.Pid())
+	c.watchdog.Forget(c.Pid())
 	if c.pidfd != nil {
 		// The os.Process was released at start; reap with wait4.
 		defer c.pidfd.Close()
@@ -183,10 +152,8 @@ func (c *osChild) EndUsage() (cpuMs int64, ok bool) {
 // last SIGKILL of the process group failed.
 func (c *osChild) Release() error {
 	if c.cg != nil {
-		if c.cg.ns != nil {
-			c.watchdog.forgetNamespace(c.cg.ns.ino) // while it is held open: the number is not reused
-		}
-		return c.cg.remove(time.Second)
+		c.watchdog.ForgetNamespace(c.cg) // while it is held open: the number is not reused
+		return c.cg.Remove(time.Second)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -216,15 +183,6 @@ func outputPipe() (r, w *os.File, err error) {
 // checked: nobody, the child included, can change it through /proc.
 func scriptFile(script string) (*os.File, error) {
 	return memfd.Sealed("bgexec-script", []byte(script))
-}
-
-// closeOnExecAbove2 keeps every descriptor the host inherited without
-// close-on-exec from the next child: it marks every descriptor above
-// stderr close-on-exec. Go creates its own descriptors close-on-exec
-// already, and a child's 0-2 are set up by dup2, which clears the flag.
-func closeOnExecAbove2() {
-	// Best effort: without close_range (Linux 5.11) the inherited ones leak.
-	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 }
 
 // startChild spawns spec. On error nothing is left running and every
@@ -284,8 +242,8 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 	}
 	if spec.cgroup != nil {
 		cmd.SysProcAttr.UseCgroupFD = true
-		cmd.SysProcAttr.CgroupFD = spec.cgroup.fd
-		if spec.sandbox == nil && spec.cgroup.root != nil && spec.cgroup.root.namespace {
+		cmd.SysProcAttr.CgroupFD = spec.cgroup.FD()
+		if spec.sandbox == nil && spec.cgroup.UnshareNamespace() {
 			// After the clone into the session's cgroup: the namespace's
 			// root is that cgroup (and, on v1, the thread's session dirs).
 			cmd.SysProcAttr.Unshareflags = unix.CLONE_NEWCGROUP
@@ -316,13 +274,13 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		closeAfterStart = append(closeAfterStart, owned...)
 		cmd.Path, cmd.Args, cmd.ExtraFiles = path, args, files
 	}
-	closeOnExecAbove2()
+	contain.CloseOnExecAbove2()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	c := &osChild{leader: cmd.Process.Pid, cmd: cmd, cg: spec.cgroup, sandboxed: spec.sandbox != nil}
 	if cmd.SysProcAttr.Unshareflags&unix.CLONE_NEWCGROUP != 0 {
-		spec.cgroup.ns = sessionNamespace(c.leader, spec.cgroup)
+		spec.cgroup.OpenNamespace(c.leader)
 	}
 	if fd, err := unix.PidfdOpen(c.leader, unix.PIDFD_NONBLOCK); err == nil {
 		c.pidfd = os.NewFile(uintptr(fd), "pidfd")
@@ -339,38 +297,38 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 // group without a cgroup are not seen). An empty cgroup costs one read.
 func (c *osChild) members() ([]int, error) {
 	if c.cg != nil {
-		if pop, err := c.cg.populated(); err == nil && !pop {
+		if pop, err := c.cg.Populated(); err == nil && !pop {
 			return nil, nil // the zombie leader is no live member
 		}
-		pids, err := c.cg.procs()
+		pids, err := c.cg.Procs()
 		if err != nil {
 			return nil, err
 		}
-		return liveAmong(pids, c.leader), nil
+		return contain.LiveAmong(pids, c.leader), nil
 	}
-	return groupMembers(c.leader)
+	return contain.GroupMembers(c.leader)
 }
 
 // TreePids lists the session's live processes for the input-wait look:
 // its cgroup's members, else its process tree walked down from the leader
-// and the processes the resource view has seen (see [walkTree]); only a
+// and the processes the resource view has seen (see [contain.WalkTree]); only a
 // kernel without children files makes it read all of /proc.
 func (c *osChild) TreePids() []int {
 	if c.cg != nil {
-		pids, _ := c.cg.procs() // an unreadable cgroup: nothing to look at
+		pids, _ := c.cg.Procs() // an unreadable cgroup: nothing to look at
 		return pids
 	}
 	c.res.mu.Lock()
 	known := slices.Clone(c.res.known)
 	c.res.mu.Unlock()
-	procs, err := walkTree(c.leader, known)
-	if errors.Is(err, errNoChildrenFiles) {
-		pids, _ := groupMembers(c.leader)
+	procs, err := contain.WalkTree(c.leader, known)
+	if errors.Is(err, contain.ErrNoChildrenFiles) {
+		pids, _ := contain.GroupMembers(c.leader)
 		return append([]int{c.leader}, pids...)
 	}
 	pids := make([]int, 0, len(procs))
 	for _, p := range procs {
-		pids = append(pids, p.pid)
+		pids = append(pids, p.Pid)
 	}
 	return pids
 }
@@ -395,7 +353,7 @@ func (c *osChild) Lingering(outputHeld bool) []session.Lingering {
 	}
 	out := make([]session.Lingering, 0, len(pids))
 	for _, pid := range pids {
-		out = append(out, session.Lingering{Pid: pid, Command: func() string { return commandLine(pid, 60) }})
+		out = append(out, session.Lingering{Pid: pid, Command: func() string { return contain.CommandLine(pid, 60) }})
 	}
 	return out
 }
@@ -421,7 +379,7 @@ func (c *osChild) AwaitLingering() {
 			return
 		}
 		f := os.NewFile(uintptr(fd), "pidfd")
-		_ = awaitPidfd(f) // an error means poll failed: looking again tells
+		_ = contain.AwaitPidfd(f) // an error means poll failed: looking again tells
 		_ = f.Close()
 	}
 }
@@ -429,14 +387,14 @@ func (c *osChild) AwaitLingering() {
 // PeekStatus reads the exited leader's wait status from its zombie's
 // /proc entry, without reaping it.
 func (c *osChild) PeekStatus() (syscall.WaitStatus, error) {
-	st, err := readStat(c.leader)
+	st, err := contain.ReadStat(c.leader)
 	if err != nil {
 		return 0, err
 	}
-	if st.state != 'Z' {
+	if st.State != 'Z' {
 		return 0, errors.New("the leader has not exited")
 	}
-	return syscall.WaitStatus(st.exitCode), nil
+	return syscall.WaitStatus(st.ExitCode), nil
 }
 
 // InCgroup reports whether c runs in a session cgroup.
@@ -444,13 +402,13 @@ func (c *osChild) InCgroup() bool { return c.cg != nil }
 
 // WatchEscapes remembers the session's processes before a kill, when it
 // has no cgroup: a process that left the process group survives the
-// group's kill (see escapeWarning).
+// group's kill (see [contain.EscapeWarning]).
 func (c *osChild) WatchEscapes() (func() string, error) {
 	if c.cg != nil {
 		return nil, nil
 	}
-	before, err := descendants(c.leader)
-	return func() string { return escapeWarning(before) }, err
+	before, err := contain.Descendants(c.leader)
+	return func() string { return contain.EscapeWarning(before) }, err
 }
 
 // signalSandbox sends sig (not SIGKILL) to the sandbox's processes but
@@ -460,7 +418,7 @@ func (c *osChild) WatchEscapes() (func() string, error) {
 // (its pid 1) has no handlers, so it ignores what a process outside sends
 // it; it ends when the command does. c.mu is held.
 func (c *osChild) signalSandbox(sig syscall.Signal) error {
-	pids, err := c.cg.procs()
+	pids, err := c.cg.Procs()
 	for _, pid := range pids {
 		if pid != c.leader {
 			_ = unix.Kill(pid, sig) // Best effort: it may have exited since.

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -52,12 +53,12 @@ func TestKillWarnsAboutEscapersWithoutCgroups(t *testing.T) {
 func TestCgroupContainment(t *testing.T) {
 	skipInSandboxSuite(t, "the command sees its cgroup as the namespace root")
 	t.Parallel()
-	if _, err := findCgroup2Dir(); err != nil {
+	if _, err := contain.Cgroup2Dir(); err != nil {
 		t.Skip("no cgroup v2 here:", err)
 	}
 	reg := newTestRegistry(t, Config{Containment: ContainmentRequired, KillGrace: 500 * time.Millisecond})
 	require.NotNil(t, reg.cgroups)
-	root := reg.cgroups.dir
+	root := reg.cgroups.Dir()
 	sc := reg.Scope("a")
 
 	id := startBackground(t, sc, &ExecRequest{Command: "setsid sleep 300 & echo escaper $!; " + helper("hang")})
@@ -78,7 +79,7 @@ func TestCgroupContainment(t *testing.T) {
 	waitExit(t, sc, id)
 	if _, err := os.Stat(dirs[0]); err == nil {
 		assert.Equal(t, []string{dirs[0]}, spareCgroups(reg.cgroups), "the emptied session cgroup is removed or kept as a spare")
-		pop, err := (&sessionCgroup{dir: dirs[0]}).populated()
+		pop, err := contain.Populated(dirs[0])
 		assert.NoError(t, err)
 		assert.False(t, pop, "a spare cgroup is empty")
 	}
@@ -89,20 +90,16 @@ func TestCgroupContainment(t *testing.T) {
 }
 
 // spareCgroups lists the spare session cgroups of a registry's cgroup.
-func spareCgroups(r *cgroupRoot) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.spare)
-}
+func spareCgroups(r *contain.Root) []string { return r.Spares() }
 
 func TestSessionCgroupsAreReused(t *testing.T) {
 	skipInSandboxSuite(t, "the command sees its cgroup as the namespace root")
 	t.Parallel()
-	if _, err := findCgroup2Dir(); err != nil {
+	if _, err := contain.Cgroup2Dir(); err != nil {
 		t.Skip("no cgroup v2 here:", err)
 	}
 	reg := newTestRegistry(t, Config{Containment: ContainmentRequired})
-	root := reg.cgroups.dir
+	root := reg.cgroups.Dir()
 	sc := reg.Scope("a")
 	// The session sees its cgroup as its namespace's root: read where it
 	// runs from here.
@@ -128,7 +125,7 @@ func TestSessionCgroupsAreReused(t *testing.T) {
 		waitExit(t, sc, id)
 	}
 	spare := spareCgroups(reg.cgroups)
-	assert.Len(t, spare, maxSpareCgroups, "emptied cgroups kept for reuse")
+	assert.Len(t, spare, contain.MaxSpares, "emptied cgroups kept for reuse")
 	dirs, _ := filepath.Glob(filepath.Join(root, "s-*"))
 	assert.ElementsMatch(t, spare, dirs, "every other session cgroup is removed")
 
@@ -138,7 +135,7 @@ func TestSessionCgroupsAreReused(t *testing.T) {
 	assert.Contains(t, spare, filepath.Join(root, cgroupOf(res.Details.Matched)))
 	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	waitExit(t, sc, id)
-	assert.Len(t, spareCgroups(reg.cgroups), maxSpareCgroups, "and gives it back when it ends")
+	assert.Len(t, spareCgroups(reg.cgroups), contain.MaxSpares, "and gives it back when it ends")
 
 	require.NoError(t, reg.Close(testCtx(t)))
 	_, err := os.Stat(root)
@@ -149,7 +146,7 @@ func TestSessionCgroupsAreReused(t *testing.T) {
 // into it is SIGKILLed at birth.
 func TestKilledCgroupsAreNotReused(t *testing.T) {
 	t.Parallel()
-	if _, err := findCgroup2Dir(); err != nil {
+	if _, err := contain.Cgroup2Dir(); err != nil {
 		t.Skip("no cgroup v2 here:", err)
 	}
 	reg := newTestRegistry(t, Config{Containment: ContainmentRequired, KillGrace: 100 * time.Millisecond})
@@ -162,9 +159,9 @@ func TestKilledCgroupsAreNotReused(t *testing.T) {
 	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	res := waitExit(t, sc, id)
 	require.Equal(t, "SIGKILL", res.Details.ExitSignal, "the grace ran out: %s", res.Text())
-	require.True(t, s.Process().(*osChild).cg.killed.Load(), "the cgroup was killed")
-	assert.NotContains(t, spareCgroups(reg.cgroups), s.Process().(*osChild).cg.dir)
-	for range 2 * maxSpareCgroups {
+	require.True(t, s.Process().(*osChild).cg.Killed(), "the cgroup was killed")
+	assert.NotContains(t, spareCgroups(reg.cgroups), s.Process().(*osChild).cg.Dir())
+	for range 2 * contain.MaxSpares {
 		res := mustExec(t, sc, &ExecRequest{Command: "echo ok"})
 		require.Equal(t, "ok", res.Text())
 	}
@@ -175,7 +172,7 @@ func TestKilledCgroupsAreNotReused(t *testing.T) {
 // NewRegistry and fall back to process groups, not fail every exec.
 func TestContainmentWorksInAKilledCgroup(t *testing.T) {
 	t.Parallel()
-	base, err := findCgroup2Dir()
+	base, err := contain.Cgroup2Dir()
 	if err != nil {
 		t.Skip("no cgroup v2 here:", err)
 	}
@@ -288,7 +285,7 @@ func helperExhaustedKill(rest []string) int {
 	s := sessionOf(reg, id)
 	dirty := ""
 	if reg.cgroups != nil {
-		dirty = s.Process().(*osChild).cg.dir
+		dirty = s.Process().(*osChild).cg.Dir()
 	}
 	// The session frees its pipes and pidfd before it looks at its cgroup
 	// for the last time: those slots must not help it.
@@ -387,100 +384,6 @@ func TestKillFailsClosedWithoutDescriptors(t *testing.T) {
 	}
 }
 
-// Every reader and writer of a cgroup file fails closed: what cannot be
-// read counts as populated, and what could not be seen empty is neither
-// reported as ended nor reused. Regular files stand in for cgroup files.
-func TestCgroupFilesFailClosed(t *testing.T) {
-	t.Parallel()
-	// fakeCgroup makes a directory holding the given files.
-	fakeCgroup := func(t *testing.T, files map[string]string) string {
-		dir := t.TempDir()
-		for name, text := range files {
-			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600))
-		}
-		return dir
-	}
-	missing := filepath.Join(t.TempDir(), "gone")
-	events := func(t *testing.T, text string) (bool, error) {
-		f, err := os.Open(filepath.Join(fakeCgroup(t, map[string]string{"cgroup.events": text}), "cgroup.events"))
-		require.NoError(t, err)
-		defer f.Close()
-		return eventsPopulated(int(f.Fd()))
-	}
-
-	t.Run("cgroup.events says populated 0 or 1", func(t *testing.T) {
-		pop, err := events(t, "populated 0\nfrozen 0\n")
-		assert.NoError(t, err)
-		assert.False(t, pop)
-		pop, err = events(t, "populated 1\nfrozen 0\n")
-		assert.NoError(t, err)
-		assert.True(t, pop)
-	})
-	t.Run("a cgroup.events without a populated line counts as populated", func(t *testing.T) {
-		for _, text := range []string{"", "frozen 0\n", "populated 2\n", "populated 01\n"} {
-			pop, err := events(t, text)
-			assert.Error(t, err, "%q", text)
-			assert.True(t, pop, "%q", text)
-		}
-	})
-	t.Run("a cgroup.events that cannot be read counts as populated", func(t *testing.T) {
-		pop, err := eventsPopulated(-1)
-		assert.ErrorIs(t, err, unix.EBADF)
-		assert.True(t, pop)
-	})
-	t.Run("a cgroup.events that cannot be opened counts as populated", func(t *testing.T) {
-		pop, err := (&sessionCgroup{dir: missing, fd: -1}).populated()
-		assert.ErrorIs(t, err, os.ErrNotExist)
-		assert.True(t, pop)
-	})
-	t.Run("killLeft kills a cgroup it cannot look at, and reports a kill that failed", func(t *testing.T) {
-		c := &sessionCgroup{dir: missing, fd: -1}
-		assert.ErrorIs(t, c.killLeft(), os.ErrNotExist)
-		assert.True(t, c.killed.Load(), "the kill was tried")
-		assert.False(t, c.emptied.Load())
-	})
-	t.Run("killLeft leaves a cgroup seen empty alone", func(t *testing.T) {
-		c := &sessionCgroup{dir: fakeCgroup(t, map[string]string{"cgroup.events": "populated 0\n"}), fd: -1}
-		assert.NoError(t, c.killLeft())
-		assert.True(t, c.emptied.Load())
-		assert.False(t, c.killed.Load())
-	})
-	t.Run("signal reports a cgroup.procs it cannot read", func(t *testing.T) {
-		assert.ErrorIs(t, (&sessionCgroup{dir: missing, fd: -1}).signal(unix.SIGTERM), os.ErrNotExist)
-	})
-	t.Run("settle reports a cgroup still populated when the bound ends", func(t *testing.T) {
-		c := &sessionCgroup{dir: fakeCgroup(t, map[string]string{"cgroup.events": "populated 1\n", "cgroup.kill": ""}), fd: -1}
-		assert.ErrorContains(t, c.settle(0), "still populated")
-		assert.True(t, c.killed.Load())
-	})
-	t.Run("remove never keeps a cgroup it could not see empty, and retryDirty retries it", func(t *testing.T) {
-		root := &cgroupRoot{dir: t.TempDir()}
-		stuck := fakeCgroup(t, map[string]string{"cgroup.events": "populated 1\n", "cgroup.kill": ""})
-		for _, dir := range []string{missing, stuck} {
-			c := &sessionCgroup{root: root, dir: dir, fd: -1}
-			assert.Error(t, c.remove(0), dir)
-		}
-		assert.Empty(t, spareCgroups(root), "no spare")
-		assert.Equal(t, []string{missing, stuck}, dirtyCgroups(root))
-		assert.Equal(t, 1, root.retryDirty(0), "a cgroup that is gone is forgotten; one still populated is kept")
-		assert.Equal(t, []string{stuck}, dirtyCgroups(root))
-	})
-	t.Run("remove keeps a cgroup seen empty and never killed as a spare", func(t *testing.T) {
-		root := &cgroupRoot{dir: t.TempDir()}
-		dir := fakeCgroup(t, map[string]string{"cgroup.events": "populated 0\n"})
-		assert.NoError(t, (&sessionCgroup{root: root, dir: dir, fd: -1}).remove(0))
-		assert.Equal(t, []string{dir}, spareCgroups(root))
-		assert.Empty(t, dirtyCgroups(root))
-	})
-}
-
-// dirtyCgroups lists the session cgroups a registry could not see empty.
-func dirtyCgroups(r *cgroupRoot) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.dirty)
-}
-
 // Only ESRCH means a process group is gone; a cgroup kill that failed is
 // kept for release to report.
 func TestProcessGroupChecksFailClosed(t *testing.T) {
@@ -493,21 +396,21 @@ func TestProcessGroupChecksFailClosed(t *testing.T) {
 		assert.NoError(t, c.Release())
 	})
 	t.Run("a failed cgroup kill is reported by signalGroup and release", func(t *testing.T) {
-		root := &cgroupRoot{dir: t.TempDir()}
-		c := &osChild{leader: noGroup, cg: &sessionCgroup{root: root, dir: filepath.Join(t.TempDir(), "gone"), fd: -1}}
+		root, err := contain.NewRoot()
+		if err != nil {
+			t.Skip("cgroup v2 containment is not available here:", err)
+		}
+		defer func() { assert.NoError(t, root.Remove()) }()
+		cg, err := root.NewSession()
+		require.NoError(t, err)
+		cg.CloseFD()
+		require.NoError(t, unix.Rmdir(cg.Dir())) // its files are gone
+		c := &osChild{leader: noGroup, cg: cg}
 		assert.ErrorIs(t, c.SignalGroup(unix.SIGKILL), os.ErrNotExist)
 		assert.ErrorIs(t, c.Release(), os.ErrNotExist)
-		assert.Len(t, dirtyCgroups(root), 1)
+		assert.Len(t, root.Dirty(), 1)
 	})
-	t.Run("a process whose /proc entry is gone is gone; other errors are not", func(t *testing.T) {
-		_, err := readStat(noGroup)
-		assert.True(t, procGone(err), "%v", err)
-		assert.True(t, procGone(syscall.ESRCH))
-		assert.False(t, procGone(&os.PathError{Op: "open", Path: "/proc/1/stat", Err: syscall.EMFILE}))
-		alive, err := procRef{pid: noGroup}.alive()
-		assert.Error(t, err)
-		assert.False(t, alive)
-	})
+	// The /proc checks themselves are tested in internal/contain.
 }
 
 // cgroup2Of returns the cgroup v2 path of a live process, as this process

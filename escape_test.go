@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/session"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -191,7 +192,7 @@ func runEscapers(t *testing.T, c Containment) []escaperResult {
 			if _, err := os.Stat(r.cgDir); err == nil {
 				// An emptied cgroup that was never killed may be kept for reuse.
 				assert.Contains(t, spareCgroups(reg.cgroups), r.cgDir, "the session cgroup of %s (%s) is removed or kept as a spare", r.id, r.way)
-				pop, err := (&sessionCgroup{dir: r.cgDir}).populated()
+				pop, err := contain.Populated(r.cgDir)
 				assert.NoError(t, err)
 				assert.False(t, pop, "the spare cgroup of %s (%s) is empty", r.id, r.way)
 			}
@@ -215,7 +216,7 @@ func runEscapers(t *testing.T, c Containment) []escaperResult {
 	wg.Wait()
 	cgRoot := ""
 	if reg.cgroups != nil {
-		cgRoot = reg.cgroups.dir
+		cgRoot = reg.cgroups.Dir()
 	}
 	require.NoError(t, reg.Close(ctx))
 	closed = true
@@ -259,8 +260,8 @@ func sessionCgroupOf(t *testing.T, reg *Registry, pid int) string {
 		if !ok {
 			continue
 		}
-		if filepath.Base(filepath.Dir(rel)) == filepath.Base(reg.cgroups.dir) {
-			return filepath.Join(reg.cgroups.dir, filepath.Base(rel))
+		if filepath.Base(filepath.Dir(rel)) == filepath.Base(reg.cgroups.Dir()) {
+			return filepath.Join(reg.cgroups.Dir(), filepath.Base(rel))
 		}
 	}
 	return ""

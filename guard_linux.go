@@ -2,18 +2,7 @@
 
 package bgexec
 
-import (
-	"fmt"
-	"os"
-	"os/exec"
-	"runtime"
-	"strconv"
-	"sync"
-	"syscall"
-	"time"
-
-	"golang.org/x/sys/unix"
-)
+import "runtime"
 
 // spawner forks every child outside a cgroup from one OS thread that lives as long as the
 // registry. Pdeathsig fires when the thread that forked a child exits, not
@@ -25,9 +14,8 @@ type spawner struct {
 }
 
 type spawnCall struct {
-	spec   *spawnSpec
-	reply  chan spawnResult
-	limits *limitRoot // forks a sandbox into its session's cgroup v1 directories; nil for none
+	spec  *spawnSpec
+	reply chan spawnResult
 }
 
 type spawnResult struct {
@@ -51,7 +39,7 @@ func (s *spawner) run(stop <-chan struct{}) {
 			// cannot end without killing every child it forked with
 			// Pdeathsig, so it goes on serving: later children are
 			// then counted in that session's v1 cgroups too.
-			sp, err, _ := c.limits.startHere(c.spec)
+			sp, err, _ := startHere(c.spec)
 			c.reply <- spawnResult{sp, err}
 		}
 	}
@@ -65,13 +53,13 @@ func (s *spawner) run(stop <-chan struct{}) {
 // Any other child is forked on the spawner thread with Pdeathsig, and its
 // process group is listed with the watchdog.
 func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
-	r.watchdog.keepAlive()
+	r.watchdog.KeepAlive()
 	if spec.cgroup != nil && spec.sandbox == nil {
-		sp, err := r.limits.startInCgroup(spec)
-		if err == nil && spec.cgroup.ns != nil {
+		sp, err := startInCgroup(spec)
+		if err == nil && spec.cgroup.Namespaced() {
 			if oc, ok := sp.child.(*osChild); ok {
 				oc.watchdog = r.watchdog
-				r.watchdog.watchNamespace(spec.cgroup.ns.ino)
+				r.watchdog.WatchNamespace(spec.cgroup)
 			}
 		}
 		return sp, err
@@ -79,7 +67,7 @@ func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 	// bwrap --die-with-parent ties bwrap's own life to the thread that
 	// forked it: a sandbox is forked on the spawner thread even in a cgroup.
 	spec.pdeathsig = spec.cgroup == nil
-	c := spawnCall{spec: spec, reply: make(chan spawnResult, 1), limits: r.limits}
+	c := spawnCall{spec: spec, reply: make(chan spawnResult, 1)}
 	select {
 	case r.spawner.reqs <- c:
 	case <-r.stop:
@@ -89,431 +77,8 @@ func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
 	if res.err == nil && spec.cgroup == nil {
 		if oc, ok := res.sp.child.(*osChild); ok {
 			oc.watchdog = r.watchdog
-			r.watchdog.watch(oc.Pid())
+			r.watchdog.Watch(oc.Pid())
 		}
 	}
 	return res.sp, res.err
-}
-
-// watchdogScript runs in two small sh processes per registry (see
-// watchdog). It reads "+ pgid" and "- pgid" lines, and "+n ino" and
-// "-n ino" for the sessions' cgroup namespaces, from its lifeline, a
-// socket only the host holds the other end of, keeping the sets as
-// exported shell variables (the shell's hash table: constant time per
-// line, so it keeps up with thousands of sessions). When the lifeline
-// reaches EOF, because Close ended it or because the host died (even by
-// SIGKILL), it ends every session, so none outlives its host as an
-// orphan, and then removes the cgroups. In this order:
-//
-//  1. It freezes the registry's cgroup (cgroup.freeze): one write, and
-//     no session process inside runs any more.
-//  2. It stops (SIGSTOP) every process of a listed cgroup namespace,
-//     wherever its cgroup but another registry's session cgroup: one
-//     ls -l of /proc/*/ns/cgroup. When one it
-//     found was outside the frozen cgroup (it left it, and could fork
-//     meanwhile), it looks again, until a look finds no process it had
-//     not seen (at most three looks).
-//  3. It kills the registry's cgroup (cgroup.kill), every process group
-//     still listed and every process it stopped.
-//
-// Nothing is killed before the scan, because a namespace whose last
-// process died is freed, and the kernel gives its number to the next
-// namespace created anywhere on the machine: a later look would then
-// kill the processes of a stranger's namespace (another registry's
-// session, under a load of tests). Frozen and stopped processes keep
-// their namespaces, so every number the scan matches is still the
-// session's. And the scan, which reads a link of every process on the
-// machine (about 0.35 s of CPU with 2,000 processes, 1-4 s of wall time
-// per look at load 20), no longer holds back anything a session could
-// do: what it has not stopped yet is frozen. A host killed 0-1 ms after
-// the other watchdog once left its sessions running for more than 10 s
-// while the scan ran first and killed as it went.
-//
-// Nothing it reads is ever parsed as shell code: a line counts only if it
-// names one process group by a plain decimal number above 1 with at most
-// seven digits (pid_max is at most 4194304), or one namespace by a plain
-// decimal number of at most 20 digits, and anything else is skipped.
-// That keeps a line from running a command, from naming every process
-// ("-1") or the watchdog's own group ("-0"), and from making the shell exit
-// (unset with a bad name is fatal in sh). The same check guards the kill,
-// so a variable the shell did not get from a line (it has no inherited
-// environment) cannot name a group either.
-const watchdogScript = `trap '' HUP INT TERM
-stopns() {
-	b=${2##*/}
-	prev=
-	r=0
-	while [ $r -lt 3 ]; do
-		found=$(ls -l /proc/[1-9]*/ns/cgroup 2>/dev/null | while read -r line; do
-			n=${line##*-> cgroup:\[}
-			n=${n%\]}
-			case $n in ''|*[!0-9]*) continue ;; esac
-			case "$1 " in *" $n "*) ;; *) continue ;; esac
-			q=${line% -> *}
-			q=${q##* /proc/}
-			q=${q%%/*}
-			case $q in ''|*[!0-9]*) continue ;; esac
-			out=o
-			while IFS= read -r l; do
-				case $l in
-				0::*/"$b"|0::*/"$b"/*) [ -n "$b" ] && out= ;;
-				0::*/bgexec-*/s-*) out=x ;;
-				esac
-			done < "/proc/$q/cgroup"
-			[ "$out" = x ] && continue
-			kill -s STOP "$q" 2>/dev/null || continue
-			echo "$q$out"
-		done)
-		found=$(echo $found)
-		stopped="$stopped $found"
-		case " $found " in *o\ *) ;; *) return ;; esac
-		[ "$found" = "$prev" ] && return
-		prev=$found
-		r=$((r+1))
-	done
-}
-while read -r op p; do
-	case $op in
-	+|-) case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac ;;
-	+n|-n) case $p in ''|*[!0-9]*|0*|?????????????????????*) continue ;; esac ;;
-	*) continue ;;
-	esac
-	case $op in
-	+) export "g_$p=1" ;;
-	-) unset "g_$p" ;;
-	+n) export "n_$p=1" ;;
-	-n) unset "n_$p" ;;
-	esac
-done
-exec </dev/null
-[ -n "$1" ] && echo 1 > "$1/cgroup.freeze" 2>/dev/null
-nss=$(set | while IFS='=' read -r k _; do
-	case $k in n_*) ;; *) continue ;; esac
-	p=${k#n_}
-	case $p in ''|*[!0-9]*|0*|?????????????????????*) continue ;; esac
-	printf ' %s' "$p"
-done)
-stopped=
-[ -n "$nss" ] && stopns "$nss" "$1"
-[ -n "$1" ] && echo 1 > "$1/cgroup.kill" 2>/dev/null
-set | while IFS='=' read -r k _; do
-	case $k in g_*) ;; *) continue ;; esac
-	p=${k#g_}
-	case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac
-	kill -s KILL -- "-$p" 2>/dev/null
-done
-for q in $stopped; do
-	q=${q%o}
-	case $q in ''|*[!0-9]*) continue ;; esac
-	kill -s KILL "$q" 2>/dev/null
-done
-if [ -n "$1" ]; then
-	i=0
-	while [ -d "$1" ] && [ $i -lt 50 ]; do
-		for d in "$1"/s-*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
-		rmdir "$1" 2>/dev/null
-		i=$((i+1))
-		[ -d "$1" ] && sleep 0.1
-	done
-fi
-`
-
-// watchdogEnvPath is the watchdog's whole environment. Nothing of the
-// host's is passed on: no variable (IFS, PATH, ENV, a g_ name) may steer it.
-const watchdogEnvPath = "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
-
-// watchdog is the host side of the watchdog processes. It runs two, each
-// with a lifeline of its own and each told every line, so that killing
-// one leaves the other to act if the host dies before a replacement is
-// up (starting one takes a few milliseconds: the window in which a host
-// killed right after its only watchdog left its sessions running). It
-// remembers the listed process groups and namespaces, and if a watchdog
-// process dies while the registry is open (someone killed it), that
-// slot's keeper goroutine starts another and lists them again. The
-// keepers start with the first spawn: a registry that never spawns needs
-// none, and one waiting in the runtime poller would keep a
-// testing/synctest bubble from ever idling. Its methods are safe for
-// concurrent use and on a nil receiver (no watchdog).
-type watchdog struct {
-	cgroupDir string
-	stop      chan struct{} // closed by close
-	keepers   sync.WaitGroup
-
-	mu       sync.Mutex // serialises lines, restarts and close
-	procs    [watchdogCount]*watchdogProc
-	groups   map[int]struct{}    // listed process groups
-	nss      map[uint64]struct{} // listed cgroup namespaces (by inode number)
-	keeping  bool                // the keepers were started
-	closed   bool
-	restarts int
-}
-
-// watchdogCount is how many watchdog processes a registry runs: one to
-// spare, so that no single kill opens a window.
-const watchdogCount = 2
-
-// watchdogProc is one watchdog process and the host's end of its lifeline.
-type watchdogProc struct {
-	cmd      *exec.Cmd
-	lifeline *os.File // the host's end
-	pidfd    *os.File // nil without pidfd_open: the keeper then blocks in Wait
-}
-
-func startWatchdog(cgroupDir string) (*watchdog, error) {
-	w := &watchdog{
-		cgroupDir: cgroupDir,
-		stop:      make(chan struct{}),
-		groups:    make(map[int]struct{}),
-		nss:       make(map[uint64]struct{}),
-	}
-	for i := range w.procs {
-		p, err := startWatchdogProc(cgroupDir)
-		if err != nil {
-			w.close()
-			return nil, err
-		}
-		w.procs[i] = p
-	}
-	return w, nil
-}
-
-// keepAlive starts the keepers unless they run already or the watchdog
-// is closed.
-func (w *watchdog) keepAlive() {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.keeping && !w.closed {
-		w.keeping = true
-		for i := range w.procs {
-			w.keepers.Add(1)
-			go w.keep(i)
-		}
-	}
-}
-
-// newLifeline returns the two ends of a watchdog's lifeline: the host
-// writes to host, the watchdog reads from child. It is an AF_UNIX socket
-// pair, not a pipe, so that no other process can write orders into it: a
-// pipe can be opened again through /proc/<pid>/fd/N by any process of the
-// same user, but opening a socket there fails (ENXIO). Only a process
-// allowed to ptrace the watchdog or the host (pidfd_getfd, or taking
-// either over) can reach it.
-func newLifeline() (host, child *os.File, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, os.NewSyscallError("socketpair", err)
-	}
-	// One way only. Best effort: nothing reads the host's end anyway.
-	_ = unix.Shutdown(fds[0], unix.SHUT_RD)
-	_ = unix.Shutdown(fds[1], unix.SHUT_WR)
-	// The host's end goes into the runtime poller, as a pipe's would; the
-	// watchdog's stays blocking, since sh takes EAGAIN for the end of input.
-	if err := unix.SetNonblock(fds[0], true); err != nil {
-		_ = unix.Close(fds[0])
-		_ = unix.Close(fds[1])
-		return nil, nil, os.NewSyscallError("fcntl", err)
-	}
-	return os.NewFile(uintptr(fds[0]), "lifeline"), os.NewFile(uintptr(fds[1]), "lifeline"), nil
-}
-
-// watchdogCommand returns the watchdog process, reading its orders from
-// in. Its argv, environment and working directory are fixed.
-func watchdogCommand(cgroupDir string, in *os.File) *exec.Cmd {
-	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "bgexec-watchdog", cgroupDir)
-	cmd.Env = []string{watchdogEnvPath}
-	cmd.Dir = "/"
-	cmd.Stdin = in
-	// Its own process group, so nothing aimed at a session reaches it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return cmd
-}
-
-func startWatchdogProc(cgroupDir string) (*watchdogProc, error) {
-	w, r, err := newLifeline()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	cmd := watchdogCommand(cgroupDir, r)
-	// A descriptor the host inherited would stay open in the watchdog,
-	// where any session could open it again through /proc.
-	closeOnExecAbove2()
-	if err := cmd.Start(); err != nil {
-		_ = w.Close()
-		return nil, fmt.Errorf("bgexec: start watchdog: %w", err)
-	}
-	p := &watchdogProc{cmd: cmd, lifeline: w}
-	if fd, err := unix.PidfdOpen(cmd.Process.Pid, unix.PIDFD_NONBLOCK); err == nil {
-		p.pidfd = os.NewFile(uintptr(fd), "pidfd")
-	}
-	return p, nil
-}
-
-// reap waits for the process to end and reaps it. The lifeline is the
-// watchdog's to close, under its lock.
-func (p *watchdogProc) reap() {
-	if p.pidfd != nil {
-		_ = awaitPidfd(p.pidfd) // in the runtime poller: no thread held
-		_ = p.pidfd.Close()
-	}
-	_ = p.cmd.Wait()
-}
-
-// keep waits for the watchdog process in slot i to end. Unless close
-// ended it, it starts another one and lists every group and namespace
-// again; if that fails it tries again every second.
-func (w *watchdog) keep(i int) {
-	defer w.keepers.Done()
-	for {
-		w.mu.Lock()
-		p := w.procs[i]
-		w.mu.Unlock()
-		if p != nil {
-			p.reap()
-		}
-		w.mu.Lock()
-		if p != nil && p.lifeline != nil {
-			_ = p.lifeline.Close()
-			p.lifeline = nil
-		}
-		w.procs[i] = nil
-		if w.closed {
-			w.mu.Unlock()
-			return
-		}
-		np, err := startWatchdogProc(w.cgroupDir)
-		if err == nil {
-			w.restarts++
-			w.procs[i] = np
-			for g := range w.groups {
-				_, _ = np.lifeline.Write([]byte("+ " + strconv.Itoa(g) + "\n"))
-			}
-			for n := range w.nss {
-				_, _ = np.lifeline.Write([]byte("+n " + strconv.FormatUint(n, 10) + "\n"))
-			}
-		}
-		w.mu.Unlock()
-		if err != nil {
-			select {
-			case <-w.stop:
-				return
-			case <-time.After(time.Second):
-			}
-		}
-	}
-}
-
-func (w *watchdog) send(op string, pgid int) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	if op == "+" {
-		w.groups[pgid] = struct{}{}
-	} else {
-		delete(w.groups, pgid)
-	}
-	w.writeLocked(op + " " + strconv.Itoa(pgid) + "\n")
-}
-
-// watchNamespace registers a session's cgroup namespace, whose processes
-// it kills if the host dies, wherever their cgroup. The host holds the
-// namespace open until forgetNamespace, so the number names no other.
-func (w *watchdog) watchNamespace(ino uint64) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	w.nss[ino] = struct{}{}
-	w.writeLocked("+n " + strconv.FormatUint(ino, 10) + "\n")
-}
-
-// forgetNamespace unregisters a cgroup namespace; call it while the
-// namespace is still held open.
-func (w *watchdog) forgetNamespace(ino uint64) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	delete(w.nss, ino)
-	w.writeLocked("-n " + strconv.FormatUint(ino, 10) + "\n")
-}
-
-// writeLocked tells every watchdog process a line.
-func (w *watchdog) writeLocked(line string) {
-	for _, p := range w.procs {
-		if p != nil && p.lifeline != nil {
-			_, _ = p.lifeline.Write([]byte(line))
-		}
-	}
-}
-
-// watch registers a process group to kill if the host dies.
-func (w *watchdog) watch(pgid int) { w.send("+", pgid) }
-
-// forget unregisters a process group; call it before reaping its leader,
-// while the pgid cannot be reused.
-func (w *watchdog) forget(pgid int) { w.send("-", pgid) }
-
-// pid is the pid of the first watchdog process, or 0 between a death and
-// its replacement.
-func (w *watchdog) pid() int { return w.pidOf(0) }
-
-// pidOf is the pid of watchdog process i, or 0 between a death and its
-// replacement.
-func (w *watchdog) pidOf(i int) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.procs[i] == nil {
-		return 0
-	}
-	return w.procs[i].cmd.Process.Pid
-}
-
-// close ends the watchdog processes (they find nothing left to kill) and
-// waits for the keepers, which reap them.
-func (w *watchdog) close() {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return
-	}
-	w.closed = true
-	close(w.stop)
-	procs := w.procs
-	for _, p := range procs {
-		if p != nil && p.lifeline != nil {
-			_ = p.lifeline.Close()
-			p.lifeline = nil
-		}
-	}
-	keeping := w.keeping
-	w.mu.Unlock()
-	if keeping {
-		w.keepers.Wait() // the keepers reap them
-		return
-	}
-	for _, p := range procs {
-		if p != nil {
-			p.reap()
-		}
-	}
 }

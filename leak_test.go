@@ -71,7 +71,7 @@ func TestLeakSuite(t *testing.T) {
 				}
 			})
 			if reg.cgroups != nil {
-				cgDirs = append(cgDirs, reg.cgroups.dir)
+				cgDirs = append(cgDirs, reg.cgroups.Dir())
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

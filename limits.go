@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/session"
 )
 
@@ -69,10 +70,6 @@ const (
 	DefaultMaxOutputBytes = 1 << 30
 )
 
-// cpuPeriod is the CPU quota period (cpu.max's second field), in
-// microseconds: the kernel's default.
-const cpuPeriod = 100000
-
 // trimKeepChars is how much of a finished session's output is kept when
 // the output budget trims it: the list tail.
 const trimKeepChars = tailChars
@@ -111,7 +108,7 @@ func resolveLimits(c *Config) (limitSettings, error) {
 		return l, fmt.Errorf("bgexec: Limits.Tasks %d: use a positive count, 0 for the default (%d) or -1 for no limit", lim.Tasks, DefaultTasks)
 	case math.IsNaN(lim.CPU) || math.IsInf(lim.CPU, 0) || lim.CPU < 0:
 		return l, fmt.Errorf("bgexec: Limits.CPU %v: use a positive number of cores, or 0 for no limit", lim.CPU)
-	case lim.CPU > 0 && lim.CPU*cpuPeriod < 1000:
+	case lim.CPU > 0 && lim.CPU*contain.CPUPeriod < 1000:
 		return l, fmt.Errorf("bgexec: Limits.CPU %v: the smallest quota is 0.01 cores", lim.CPU)
 	}
 	if lim.Tasks == 0 {
@@ -306,24 +303,85 @@ type LimitReport struct {
 // startLimits decides how the limits are applied and logs what is not.
 // Under ContainmentRequired a limit the Config set that cannot be applied
 // is an error; the default task limit only warns.
-func startLimits(cg *cgroupRoot, cgErr error, st *settings, required bool) (*limitRoot, error) {
-	l := newLimitRoot(cg, cgErr, st.limits, st.tasksSet)
-	all, explicit := l.warnings(st.tasksSet)
+func startLimits(cg *contain.Root, cgErr error, st *settings, required bool) (*contain.Limiter, ContainmentReport, error) {
+	lim := st.limits
+	l := contain.NewLimiter(cg, cgErr, contain.Limits{MemoryBytes: lim.MemoryBytes, Tasks: lim.Tasks, TasksSet: st.tasksSet, CPU: lim.CPU})
+	rep := containmentReport(l.Report(), lim)
+	all, explicit := limitWarnings(&rep, l.Report().BudgetWarning, st.tasksSet)
 	if required && len(explicit) > 0 {
-		l.remove()
-		return nil, fmt.Errorf("bgexec: containment required: %s", strings.Join(explicit, "; "))
+		l.Remove()
+		return nil, ContainmentReport{}, fmt.Errorf("bgexec: containment required: %s", strings.Join(explicit, "; "))
 	}
-	l.report.Warnings = all
+	rep.Warnings = all
 	for _, w := range all {
 		st.logger.Warn(w)
 	}
-	return l, nil
+	return l, rep, nil
+}
+
+// containmentReport is the public form of what the limiter found for the
+// resolved limits lim.
+func containmentReport(c contain.Report, lim Limits) ContainmentReport {
+	rep := ContainmentReport{
+		Cgroup:           c.Cgroup,
+		CgroupDir:        c.CgroupDir,
+		CgroupNamespace:  c.CgroupNamespace,
+		MigrationRefused: c.MigrationRefused,
+		Migration:        c.Migration,
+		TaskBudget:       c.TaskBudget,
+		TaskBudgetSource: c.TaskBudgetSource,
+		SessionTasks:     c.SessionTasks,
+	}
+	limit := func(set bool, text string, ctrl contain.Controller) LimitReport {
+		r := LimitReport{Controller: ctrl.File}
+		if set {
+			r.Requested = text
+			r.Applied = ctrl.File != ""
+			if !r.Applied {
+				r.Reason = ctrl.Reason
+			}
+		}
+		return r
+	}
+	rep.Memory = limit(lim.MemoryBytes > 0, formatBytes(lim.MemoryBytes), c.Memory)
+	rep.Tasks = limit(lim.Tasks > 0, strconv.Itoa(lim.Tasks)+" tasks", c.Tasks)
+	rep.CPU = limit(lim.CPU > 0, strconv.FormatFloat(lim.CPU, 'f', -1, 64)+" cores", c.CPU)
+	return rep
+}
+
+// limitWarnings lists the limits asked for but not applied: all of them
+// (and budgetWarning, the task budget's), and explicit, those the Config
+// set (the task limit only when tasksSet, that is when Limits.Tasks was
+// given).
+func limitWarnings(rep *ContainmentReport, budgetWarning string, tasksSet bool) (all, explicit []string) {
+	for _, x := range []struct {
+		name     string
+		r        *LimitReport
+		explicit bool
+	}{
+		{"memory limit", &rep.Memory, true},
+		{"task limit", &rep.Tasks, tasksSet},
+		{"CPU limit", &rep.CPU, true},
+	} {
+		if x.r.Requested == "" || x.r.Applied {
+			continue
+		}
+		w := fmt.Sprintf("bgexec: the %s (%s) is not applied: %s", x.name, x.r.Requested, x.r.Reason)
+		all = append(all, w)
+		if x.explicit {
+			explicit = append(explicit, w)
+		}
+	}
+	if budgetWarning != "" {
+		all = append(all, budgetWarning)
+	}
+	return all, explicit
 }
 
 // Containment reports how sessions are contained and which limits are in
 // force, as NewRegistry found them. Safe for concurrent use.
 func (r *Registry) Containment() ContainmentReport {
-	rep := r.limits.report
+	rep := r.containment
 	rep.Warnings = append([]string(nil), rep.Warnings...)
 	return rep
 }
@@ -336,7 +394,7 @@ func (r *Registry) takeSlot(scope string) string {
 	if text := r.quota.take(scope, r.cfg.maxSessions, r.cfg.maxPerScope); text != "" {
 		return text
 	}
-	if text := descriptorRefusal(); text != "" {
+	if text := contain.DescriptorRefusal(); text != "" {
 		r.quota.give(scope)
 		return text
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/session"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -193,11 +194,9 @@ func throttledPeriods(t *testing.T, s *session.Session) int64 {
 	c, ok := s.Process().(*osChild)
 	require.True(t, ok)
 	require.NotNil(t, c.cg)
-	require.NotNil(t, c.cg.lim)
-	if c.cg.lim.root.v2["cpu"] {
-		return readKey(filepath.Join(c.cg.dir, "cpu.stat"), "nr_throttled")
-	}
-	return readKey(filepath.Join(c.cg.lim.v1Dir("cpu"), "cpu.stat"), "nr_throttled")
+	dir := c.cg.ControllerDir("cpu")
+	require.NotEmpty(t, dir, "the session's cgroup has a CPU controller")
+	return contain.ReadKey(filepath.Join(dir, "cpu.stat"), "nr_throttled")
 }
 
 // The cgroup v1 directories of a registry whose host died (the watchdog
@@ -205,23 +204,23 @@ func throttledPeriods(t *testing.T, s *session.Session) int64 {
 func TestLimitsStaleV1DirectoriesRemoved(t *testing.T) {
 	t.Parallel()
 	reg := limitedRegistry(t, Config{})
-	if len(reg.limits.v1) == 0 {
+	if len(reg.limits.V1()) == 0 {
 		t.Skip("no cgroup v1 hierarchy in use here")
 	}
 	dead := exec.Command("true")
 	require.NoError(t, dead.Run())
-	home := filepath.Dir(reg.limits.v1[0].dir)
+	home := filepath.Dir(reg.limits.V1()[0].Dir)
 	stale := filepath.Join(home, fmt.Sprintf("bgexec-%d-deadbeef", dead.Process.Pid))
 	require.NoError(t, os.Mkdir(stale, 0o755))
 	require.NoError(t, os.Mkdir(filepath.Join(stale, "s-0123"), 0o755))
 	next := limitedRegistry(t, Config{})
-	require.NotEmpty(t, next.limits.v1)
+	require.NotEmpty(t, next.limits.V1())
 	_, err := os.Stat(stale)
 	assert.ErrorIs(t, err, os.ErrNotExist, "the dead host's directory is removed")
 	// And a registry's own directories go with its Close.
 	dirs := []string{}
-	for _, h := range next.limits.v1 {
-		dirs = append(dirs, h.dir)
+	for _, h := range next.limits.V1() {
+		dirs = append(dirs, h.Dir)
 	}
 	mustExec(t, next.Scope("a"), &ExecRequest{Command: "true"})
 	require.NoError(t, next.Close(testCtx(t)))
@@ -256,7 +255,7 @@ func TestLimitsTexts(t *testing.T) {
 func TestLimitsV1MembershipFromTheForkingThread(t *testing.T) {
 	skipInSandboxSuite(t, "it reads /proc/self/cgroup, which a cgroup namespace shows as \"/\"; TestLimitsMemoryHogIsKilled covers the limits inside")
 	reg := limitedRegistry(t, Config{Limits: Limits{MemoryBytes: 256 << 20, Tasks: 100, CPU: 2}})
-	if len(reg.limits.v1) == 0 {
+	if len(reg.limits.V1()) == 0 {
 		t.Skip("no cgroup v1 hierarchy in use here")
 	}
 	sc := reg.Scope("agent:v1")
@@ -266,9 +265,9 @@ func TestLimitsV1MembershipFromTheForkingThread(t *testing.T) {
 	res := waitFor(t, sc, id, `^child \d+$`)
 	b, err := os.ReadFile("/proc/" + strings.TrimPrefix(res.Details.Matched, "child ") + "/cgroup")
 	require.NoError(t, err)
-	for _, h := range reg.limits.v1 {
-		name := filepath.Base(h.dir)
-		assert.Regexp(t, `(?m)^\d+:([a-z,]*,)?`+h.ctrl+`(,[a-z,]*)?:\S*/`+name+`/s-[0-9a-f]+$`, string(b), h.ctrl)
+	for _, h := range reg.limits.V1() {
+		name := filepath.Base(h.Dir)
+		assert.Regexp(t, `(?m)^\d+:([a-z,]*,)?`+h.Controller+`(,[a-z,]*)?:\S*/`+name+`/s-[0-9a-f]+$`, string(b), h.Controller)
 	}
 	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	waitExit(t, sc, id)
@@ -284,36 +283,5 @@ func TestLimitsV1MembershipFromTheForkingThread(t *testing.T) {
 			continue // the thread ended
 		}
 		assert.NotContains(t, string(b), "/bgexec-", "%s is still in a session's cgroup", f)
-	}
-}
-
-// The cgroup v2 path cannot run on this host (its v2 tree has only
-// hugetlb), so this checks what it writes, into plain files laid out as
-// a v2 registry cgroup and one session cgroup. The kernel side is not
-// exercised here.
-func TestLimitsV2FilesWritten(t *testing.T) {
-	t.Parallel()
-	reg := t.TempDir()
-	write := func(path, s string) { require.NoError(t, os.WriteFile(path, []byte(s), 0o644)) }
-	write(filepath.Join(reg, "cgroup.controllers"), "cpuset cpu io memory pids\n")
-	write(filepath.Join(reg, "cgroup.subtree_control"), "")
-	for _, c := range []string{"memory", "pids", "cpu"} {
-		require.NoError(t, enableV2(reg, c), c)
-	}
-	err := enableV2(reg, "hugetlb")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "not delegated")
-
-	sess := filepath.Join(reg, "s-1")
-	require.NoError(t, os.Mkdir(sess, 0o755))
-	for _, f := range []string{"memory.max", "memory.swap.max", "pids.max", "cpu.max"} {
-		write(filepath.Join(sess, f), "")
-	}
-	l := &limitRoot{lim: Limits{MemoryBytes: 64 << 20, Tasks: 100, CPU: 1.5}, v2: map[string]bool{"memory": true, "pids": true, "cpu": true}}
-	require.NoError(t, l.writeV2(sess))
-	for f, want := range map[string]string{"memory.max": "67108864", "memory.swap.max": "0", "pids.max": "100", "cpu.max": "150000 100000"} {
-		b, err := os.ReadFile(filepath.Join(sess, f))
-		require.NoError(t, err)
-		assert.Equal(t, want, string(b), f)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host"
 )
 
@@ -65,12 +66,12 @@ type nodeProcInfo struct {
 // parseNodeResources turns nodeResourceScript's output into each
 // group's resources; ok is false when it said nothing usable.
 func parseNodeResources(lines []string, groups []int) (map[int]*host.Usage, bool) {
-	page, hz := int64(4096), int64(userHZ)
+	page, hz := int64(4096), int64(contain.UserHZ)
 	sawHeader := false
 	procs := map[int]*nodeProcInfo{}
 	tagged := map[int][]int{} // group -> tagged pids
 	var table strings.Builder
-	table.WriteString("header\n") // parseListeners skips a table's first line
+	table.WriteString("header\n") // contain.ParseListeners skips a table's first line
 	cur := -1
 	for _, l := range lines {
 		f := strings.Fields(l)
@@ -120,7 +121,7 @@ func parseNodeResources(lines []string, groups []int) (map[int]*host.Usage, bool
 		return nil, false
 	}
 	listening := map[uint64]host.Listener{}
-	parseListeners(table.String(), listening)
+	contain.ParseListeners(table.String(), listening)
 	out := make(map[int]*host.Usage, len(groups))
 	for _, g := range groups {
 		members := map[int]bool{}

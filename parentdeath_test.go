@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,12 +66,12 @@ func helperOwnRegistry(rest []string) int {
 	if len(rest) > 1 && rest[1] == "kill-watchdog" {
 		// Someone kills the watchdog: the registry must start another one
 		// that knows every group.
-		old := reg.watchdog.pid()
+		old := reg.watchdog.Pid()
 		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 			fmt.Fprintln(os.Stderr, "kill watchdog:", err)
 			return 1
 		}
-		for p := reg.watchdog.pid(); p == old || p == 0; p = reg.watchdog.pid() {
+		for p := reg.watchdog.Pid(); p == old || p == 0; p = reg.watchdog.Pid() {
 			if ctx.Err() != nil {
 				fmt.Fprintln(os.Stderr, "no new watchdog")
 				return 1
@@ -80,9 +79,9 @@ func helperOwnRegistry(rest []string) int {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	fmt.Printf("watchdog %d\n", reg.watchdog.pid())
+	fmt.Printf("watchdog %d\n", reg.watchdog.Pid())
 	if reg.cgroups != nil {
-		fmt.Printf("cgroup %s\n", reg.cgroups.dir)
+		fmt.Printf("cgroup %s\n", reg.cgroups.Dir())
 	}
 	fmt.Println("ready")
 	if len(rest) > 1 && strings.HasPrefix(rest[1], killWatchdogThenHost) {
@@ -90,7 +89,7 @@ func helperOwnRegistry(rest []string) int {
 		// registry has had no time to start another watchdog.
 		gap, _ := strconv.Atoi(strings.TrimPrefix(rest[1], killWatchdogThenHost))
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-		_ = syscall.Kill(reg.watchdog.pid(), syscall.SIGKILL)
+		_ = syscall.Kill(reg.watchdog.Pid(), syscall.SIGKILL)
 		if gap > 0 {
 			time.Sleep(time.Duration(gap) * time.Millisecond)
 		}
@@ -291,52 +290,4 @@ drain:
 	watches["pipe-escaper"].kill()
 	assert.True(t, watches["pipe-escaper"].goneBy(time.Now().Add(10*time.Second)))
 	t.Logf("containment %s: host SIGKILLed; 5 of 5 group processes gone after %v; setsid escaper survived: %v", mode, gone.Round(time.Millisecond), survived)
-}
-
-// The watchdog freezes the registry's cgroup before its namespace scan,
-// which takes seconds on a loaded machine, and kills only after it: a
-// namespace freed by a kill could get its number reused by a stranger's
-// before a later look. A stand-in ls notes what cgroup.freeze and
-// cgroup.kill held when the scan began; a stand-in rmdir notes what
-// cgroup.kill held at the end, and removes the (fake) cgroup.
-func TestWatchdogFreezesBeforeItScans(t *testing.T) {
-	t.Parallel()
-	bin, notes, cg := t.TempDir(), t.TempDir(), t.TempDir()
-	freeze, kill := filepath.Join(cg, "cgroup.freeze"), filepath.Join(cg, "cgroup.kill")
-	seen := filepath.Join(notes, "seen")
-	require.NoError(t, os.WriteFile(freeze, nil, 0o600))
-	require.NoError(t, os.WriteFile(kill, nil, 0o600))
-	ls := "#!/bin/sh\n{ printf 'scan freeze=%s kill=%s\\n' \"$(cat " + freeze + ")\" \"$(cat " + kill + ")\"; } >> " + seen + " 2>&1\nexec /bin/ls \"$@\"\n"
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "ls"), []byte(ls), 0o700))
-	rmdir := "#!/bin/sh\n[ \"$1\" = " + cg + " ] && { printf 'end kill=%s\\n' \"$(cat " + kill + ")\"; } >> " + seen + " 2>&1\nrm -rf -- \"$1\"\n"
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "rmdir"), []byte(rmdir), 0o700))
-
-	host, child, err := newLifeline()
-	require.NoError(t, err)
-	defer host.Close()
-	cmd := watchdogCommand(cg, child)
-	cmd.Env = []string{"PATH=" + bin + ":/usr/sbin:/usr/bin:/sbin:/bin"}
-	err = cmd.Start()
-	_ = child.Close()
-	require.NoError(t, err)
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-waited
-	})
-	// A namespace no process is in: one look, which finds nothing.
-	_, err = host.WriteString("+n 12345\n")
-	require.NoError(t, err)
-	require.NoError(t, host.Close())
-	select {
-	case <-waited:
-		waited <- nil // for the cleanup
-	case <-time.After(30 * time.Second):
-		t.Fatal("the watchdog did not exit at the end of its lifeline")
-	}
-	got, err := os.ReadFile(seen)
-	require.NoError(t, err, "the watchdog scanned the namespaces")
-	assert.Equal(t, "scan freeze=1 kill=\nend kill=1\n", string(got), "frozen before the one look, killed after it")
-	assert.NoDirExists(t, cg, "the watchdog removed the cgroup")
 }

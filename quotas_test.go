@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -61,7 +62,7 @@ func TestQuotasRefuseBeforeSpawn(t *testing.T) {
 func TestQuotasDescriptorReserve(t *testing.T) {
 	var old unix.Rlimit
 	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &old))
-	open, err := openDescriptors()
+	open, err := contain.OpenDescriptors()
 	require.NoError(t, err)
 	lim := old
 	lim.Cur = uint64(open) + 400

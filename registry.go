@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bgexec/bgexec/internal/allowlist"
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/envpolicy"
 	"github.com/bgexec/bgexec/internal/host/sandbox"
 	"github.com/bgexec/bgexec/internal/session"
@@ -32,14 +33,16 @@ type Registry struct {
 	spawn  func(*spawnSpec) (*spawned, error) // the gateway's spawnContained; tests substitute fakes
 
 	spawner  spawner
-	watchdog *watchdog   // kills the sessions' groups if this process dies
-	cgroups  *cgroupRoot // nil without cgroup containment
+	watchdog *contain.Watchdog // kills the sessions' groups if this process dies
+	cgroups  *contain.Root     // nil without cgroup containment
 	// quota counts the running sessions (MaxSessions, MaxSessionsPerScope);
-	// limits applies the per-session limits (nil: none can be).
-	quota  quotas
-	limits *limitRoot
-	nodes  *nodePool // the SSH connections to Config.Nodes; nil without nodes
-	hosts  hostSet   // where commands run, chosen here once
+	// limits applies the per-session limits (nil: none can be), and
+	// containment is what Containment reports.
+	quota       quotas
+	limits      *contain.Limiter
+	containment ContainmentReport
+	nodes       *nodePool // the SSH connections to Config.Nodes; nil without nodes
+	hosts       hostSet   // where commands run, chosen here once
 
 	// goroutines counts every goroutine the registry started but the
 	// notification goroutine; Close waits for it.
@@ -102,33 +105,33 @@ func NewRegistry(cfg Config) (*Registry, error) {
 			return nil, err
 		}
 	}
-	var cg *cgroupRoot
+	var cg *contain.Root
 	var cgErr error
 	if cfg.Containment != ContainmentOff {
-		cg, cgErr = newCgroupRoot()
+		cg, cgErr = contain.NewRoot()
 		if cgErr != nil && cfg.Containment == ContainmentRequired {
 			return nil, fmt.Errorf("bgexec: containment required: %w", cgErr)
 		}
 	} else {
 		cgErr = errors.New("containment turned off by Config.Containment")
 	}
-	lim, err := startLimits(cg, cgErr, &st, cfg.Containment == ContainmentRequired)
+	lim, report, err := startLimits(cg, cgErr, &st, cfg.Containment == ContainmentRequired)
 	if err != nil {
 		if cg != nil {
-			_ = cg.remove()
+			_ = cg.Remove()
 		}
 		return nil, err
 	}
 	cgDir := ""
 	if cg != nil {
-		cgDir = cg.dir
+		cgDir = cg.Dir()
 	}
-	wd, err := startWatchdog(cgDir)
+	wd, err := contain.StartWatchdog(cgDir)
 	if err != nil {
 		if cg != nil {
-			_ = cg.remove()
+			_ = cg.Remove()
 		}
-		lim.remove()
+		lim.Remove()
 		return nil, err
 	}
 	pol := envpolicy.Default()
@@ -150,11 +153,13 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		watchdog:  wd,
 		cgroups:   cg,
 		limits:    lim,
+
+		containment: report,
 	}
 	r.spawn = r.spawnContained
 	r.obs = startObserver(&st.observer)
 	r.approvals.rules = rules
-	lim.kick = func() { kick(r.sweepKick) }
+	lim.SetKick(func() { kick(r.sweepKick) })
 	if len(st.nodes) > 0 {
 		r.nodes = newNodePool(st.nodes, st.defaultNode, os.Getenv, &r.goroutines)
 	}
@@ -269,11 +274,11 @@ func (r *Registry) Close(ctx context.Context) error {
 	if oerr := r.obs.close(ctx); oerr != nil {
 		err = oerr
 	}
-	r.watchdog.close()
+	r.watchdog.Close()
 	if r.cgroups != nil {
-		_ = r.cgroups.remove()
+		_ = r.cgroups.Remove()
 	}
-	r.limits.remove()
+	r.limits.Remove()
 	r.mu.Lock()
 	clear(r.sessions)
 	clear(r.byScope)
@@ -316,12 +321,12 @@ func (r *Registry) awaitNotifier(ctx context.Context) error {
 // spawnContained starts spec in a cgroup of its own when containment is on.
 func (r *Registry) spawnContained(spec *spawnSpec) (*spawned, error) {
 	if r.cgroups != nil {
-		cg, err := r.cgroups.newSession()
+		cg, err := r.cgroups.NewSession()
 		if err != nil {
 			return nil, fmt.Errorf("create session cgroup: %w", err)
 		}
-		if err := r.limits.attach(cg); err != nil {
-			_ = cg.remove(0) // Best effort: it is fresh and empty.
+		if err := r.limits.Attach(cg); err != nil {
+			_ = cg.Remove(0) // Best effort: it is fresh and empty.
 			return nil, fmt.Errorf("set the session's limits: %w", err)
 		}
 		spec.cgroup = cg
@@ -329,12 +334,12 @@ func (r *Registry) spawnContained(spec *spawnSpec) (*spawned, error) {
 	sp, err := r.spawnChild(spec)
 	if spec.cgroup != nil {
 		if err != nil {
-			if spec.cgroup.remove(0) != nil {
+			if spec.cgroup.Remove(0) != nil {
 				kick(r.sweepKick) // the sweeper retries it
 			}
 			spec.cgroup = nil
 		} else {
-			spec.cgroup.closeFD() // only the clone needed it
+			spec.cgroup.CloseFD() // only the clone needed it
 		}
 	}
 	return sp, err
@@ -549,10 +554,10 @@ func (r *Registry) sweep() {
 	defer t.Stop()
 	for {
 		next := r.reapExpired(time.Now())
-		if r.cgroups != nil && r.cgroups.retryDirty(dirtyBound) > 0 {
+		if r.cgroups != nil && r.cgroups.RetryDirty(dirtyBound) > 0 {
 			next = min(next, dirtyRetry)
 		}
-		r.limits.retryDirty()
+		r.limits.RetryDirty()
 		next = min(next, r.spills.reap(time.Now()))
 		if r.enforceOutputBudget() {
 			next = min(next, budgetRecheck)

@@ -27,7 +27,7 @@ func TestCloseWhileExecCallsSpawn(t *testing.T) {
 		require.NoError(t, err)
 		dir := ""
 		if reg.cgroups != nil {
-			dir = reg.cgroups.dir
+			dir = reg.cgroups.Dir()
 		}
 		sc := reg.Scope("a")
 		var wg sync.WaitGroup

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host/sandbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -344,7 +345,7 @@ func TestSandboxNetwork(t *testing.T) {
 // it may survive.
 func TestSandboxCgroupEscape(t *testing.T) {
 	t.Parallel()
-	root, err := findCgroup2Dir()
+	root, err := contain.Cgroup2Dir()
 	if err != nil {
 		t.Skip("no cgroup v2 here:", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host/sandbox"
 	"github.com/bgexec/bgexec/internal/session"
 )
@@ -19,9 +20,9 @@ type spawnSpec struct {
 	pty       bool
 	cols      uint16
 	rows      uint16
-	cgroup    *sessionCgroup // nil: process group only
-	pdeathsig bool           // SIGKILL the child when the forking thread exits
-	stateFile *os.File       // non-nil: the child's fd 4, for its shell state (shellstate.go)
+	cgroup    *contain.Cgroup // nil: process group only
+	pdeathsig bool            // SIGKILL the child when the forking thread exits
+	stateFile *os.File        // non-nil: the child's fd 4, for its shell state (shellstate.go)
 	// sandbox, when set, runs the command inside bwrap (package sandbox),
 	// with sandboxDir, the working directory's real path, bound
 	// read-write, or read-only when sandboxReadOnly (it lies in a

@@ -382,7 +382,7 @@ func TestStressCloseDuringCalls(t *testing.T) {
 			require.NoError(t, err)
 			cgRoot := ""
 			if reg.cgroups != nil {
-				cgRoot = reg.cgroups.dir
+				cgRoot = reg.cgroups.Dir()
 			}
 			sc := reg.Scope("a")
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

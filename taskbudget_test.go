@@ -14,12 +14,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -62,14 +64,14 @@ func helperTaskBoxHost(rest []string) int {
 	}
 	bomb := res.Details.SessionID
 	// Wait until the bomb fills the box as far as the registry lets it.
-	box := readInt(filepath.Join(rest[0], "pids.current"))
+	box := contain.ReadInt(filepath.Join(rest[0], "pids.current"))
 	for box < int64(rep.SessionTasks)*9/10 {
 		if ctx.Err() != nil {
 			fmt.Fprintln(os.Stderr, "the bomb never filled its budget; the box holds", box)
 			return 1
 		}
 		time.Sleep(10 * time.Millisecond)
-		box = readInt(filepath.Join(rest[0], "pids.current"))
+		box = contain.ReadInt(filepath.Join(rest[0], "pids.current"))
 	}
 	fmt.Println("box-full", box)
 
@@ -147,10 +149,10 @@ func helperTaskBoxHost(rest []string) int {
 func newTaskBox(t *testing.T) string {
 	t.Helper()
 	var parent string
-	if mnt, rel, err := v1Mount("pids"); err == nil {
+	if mnt, rel, err := contain.V1Mount("pids"); err == nil {
 		parent = filepath.Join(mnt, rel)
-	} else if d, err := findCgroup2Dir(); err == nil {
-		if b, err := os.ReadFile(filepath.Join(d, "cgroup.subtree_control")); err == nil && containsWord(string(b), "pids") {
+	} else if d, err := contain.Cgroup2Dir(); err == nil {
+		if b, err := os.ReadFile(filepath.Join(d, "cgroup.subtree_control")); err == nil && slices.Contains(strings.Fields(string(b)), "pids") {
 			parent = d
 		}
 	}
@@ -164,7 +166,7 @@ func newTaskBox(t *testing.T) string {
 		t.Skip("cannot create a pids cgroup here:", err)
 	}
 	t.Cleanup(func() { removeTaskBox(t, box) })
-	require.NoError(t, writeFile(filepath.Join(box, "pids.max"), strconv.Itoa(taskBoxLimit)))
+	require.NoError(t, contain.WriteFile(filepath.Join(box, "pids.max"), strconv.Itoa(taskBoxLimit)))
 	return box
 }
 
@@ -223,7 +225,7 @@ func TestLimitsTaskBudgetKeepsTheHostAlive(t *testing.T) {
 	}
 	budget, err := strconv.Atoi(got["budget"])
 	require.NoError(t, err)
-	reserve := hostTaskReserve(taskBoxLimit)
+	reserve := contain.HostTaskReserve(taskBoxLimit)
 	assert.Positive(t, budget)
 	assert.LessOrEqual(t, budget, taskBoxLimit-int(reserve), "the host keeps its reserve")
 	session, err := strconv.Atoi(got["session"])

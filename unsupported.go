@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 )
 
 // errPlatform is what NewRegistry returns off Linux.
@@ -23,42 +22,7 @@ type spawnCall struct{}
 
 func (s *spawner) run(stop <-chan struct{}) { <-stop }
 
-type watchdog struct{}
-
-func startWatchdog(string) (*watchdog, error) { return nil, errPlatform }
-func (*watchdog) keepAlive()                  {}
-func (*watchdog) close()                      {}
-
-type cgroupRoot struct{ dir string }
-
-func newCgroupRoot() (*cgroupRoot, error)               { return nil, errPlatform }
-func (*cgroupRoot) remove() error                       { return nil }
-func (*cgroupRoot) retryDirty(time.Duration) int        { return 0 }
-func (*cgroupRoot) newSession() (*sessionCgroup, error) { return nil, errPlatform }
-
-type sessionCgroup struct{}
-
-func (*sessionCgroup) remove(time.Duration) error { return nil }
-func (*sessionCgroup) closeFD()                   {}
-
 func (r *Registry) spawnChild(*spawnSpec) (*spawned, error) { return nil, errPlatform }
-
-type procRef struct{}
 
 func setWinsize(*os.File, uint16, uint16) error { return errPlatform }
 func canonicalMode(string) bool                 { return false }
-
-type limitRoot struct {
-	report ContainmentReport
-	kick   func()
-}
-
-type sessionLimits struct{}
-
-func newLimitRoot(*cgroupRoot, error, Limits, bool) *limitRoot { return &limitRoot{} }
-func (*limitRoot) warnings(bool) (all, explicit []string)      { return nil, nil }
-func (*limitRoot) attach(*sessionCgroup) error                 { return errPlatform }
-func (*limitRoot) remove()                                     {}
-func (*limitRoot) retryDirty()                                 {}
-
-func descriptorRefusal() string { return "" }

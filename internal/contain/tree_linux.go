@@ -1,6 +1,6 @@
 //go:build linux
 
-package bgexec
+package contain
 
 import (
 	"errors"
@@ -12,46 +12,49 @@ import (
 	"syscall"
 )
 
-// procRef names one process across time: a pid plus its start time, so a
+// Proc names one process across time: a pid plus its start time, so a
 // reused pid is not mistaken for the original.
-type procRef struct {
-	pid   int
-	start string
-	comm  string
+// Its zero value names no process. Safe for concurrent use (a value).
+type Proc struct {
+	Pid   int    // the process id
+	start string // its start time in clock ticks after boot, as /proc shows it
+	Comm  string // its command name, as /proc/<pid>/stat shows it
 }
 
-type procStat struct {
+// Stat is what /proc/<pid>/stat says of a process, as far as containment
+// needs it.
+type Stat struct {
 	ppid     int
 	pgrp     int
 	start    string
 	comm     string
-	state    byte
-	exitCode int   // the wait status of a zombie (waitpid's form)
+	State    byte  // the state letter: 'R', 'S', 'Z' for a zombie …
+	ExitCode int   // the wait status of a zombie (waitpid's form); 0 before Linux 3.5
 	cpuTicks int64 // user plus system time, in clock ticks (USER_HZ, 100 a second)
 	rssPages int64 // resident set, in pages
 	threads  int
 }
 
-// readStat parses /proc/<pid>/stat. An error for which procGone holds
+// ReadStat parses /proc/<pid>/stat. An error for which Gone holds
 // means the process is gone; any other means it could not tell.
-func readStat(pid int) (procStat, error) {
+func ReadStat(pid int) (Stat, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return procStat{}, err
+		return Stat{}, err
 	}
 	s := string(b)
 	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
 	if open < 0 || end < open || end+2 >= len(s) {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+		return Stat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	f := strings.Fields(s[end+2:])
 	// After the comm: state(0) ppid(1) pgrp(2) … utime(11) stime(12) …
 	// num_threads(17) … starttime(19) vsize(20) rss(21) …
 	// exit_code(49, Linux 3.5+).
 	if len(f) < 22 {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+		return Stat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
-	st := procStat{start: f[19], comm: s[open+1 : end], state: f[0][0]}
+	st := Stat{start: f[19], comm: s[open+1 : end], State: f[0][0]}
 	st.ppid, _ = strconv.Atoi(f[1])
 	st.pgrp, _ = strconv.Atoi(f[2])
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
@@ -60,46 +63,47 @@ func readStat(pid int) (procStat, error) {
 	st.threads, _ = strconv.Atoi(f[17])
 	st.rssPages, _ = strconv.ParseInt(f[21], 10, 64)
 	if len(f) > 49 {
-		st.exitCode, _ = strconv.Atoi(f[49])
+		st.ExitCode, _ = strconv.Atoi(f[49])
 	}
 	return st, nil
 }
 
-// procGone reports whether a readStat error means the process is gone:
+// Gone reports whether a ReadStat error means the process is gone:
 // its /proc entry vanished (ENOENT), or it died while being read (ESRCH).
-func procGone(err error) bool {
+func Gone(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
 }
 
 // descendants lists the live descendants of root (root excluded), from
-// the kernel's per-task children lists (see [walkTree]), or, on a kernel
+// the kernel's per-task children lists (see [WalkTree]), or, on a kernel
 // without them, from the parent links of every process in /proc. An error
 // means the list may be incomplete.
-func descendants(root int) ([]procRef, error) {
-	procs, err := walkTree(root, nil)
-	if errors.Is(err, errNoChildrenFiles) {
+func Descendants(root int) ([]Proc, error) {
+	procs, err := WalkTree(root, nil)
+	if errors.Is(err, ErrNoChildrenFiles) {
 		return scanDescendants(root)
 	}
-	out := make([]procRef, 0, len(procs))
+	out := make([]Proc, 0, len(procs))
 	for _, p := range procs {
-		if p.pid != root {
-			out = append(out, p.procRef)
+		if p.Pid != root {
+			out = append(out, p.Proc)
 		}
 	}
 	return out, err
 }
 
-// errNoChildrenFiles means the kernel has no /proc/<pid>/task/<tid>/children
+// ErrNoChildrenFiles means the kernel has no /proc/<pid>/task/<tid>/children
 // (CONFIG_PROC_CHILDREN is off).
-var errNoChildrenFiles = errors.New("/proc/<pid>/task/<tid>/children is not available")
+var ErrNoChildrenFiles = errors.New("/proc/<pid>/task/<tid>/children is not available")
 
-// treeProc is a live process of a session's tree with its stat.
-type treeProc struct {
-	procRef
-	st procStat
+// TreeProc is a live process of a session's tree with its stat, as
+// [WalkTree] found it.
+type TreeProc struct {
+	Proc
+	st Stat
 }
 
-// walkTree lists the live processes of the tree rooted at root, root
+// WalkTree lists the live processes of the tree rooted at root, root
 // included when alive: root, the processes of known that are still the
 // same processes (a pid and its start time), and everything below them,
 // found through /proc/<pid>/task/<tid>/children, which the kernel keeps per
@@ -107,19 +111,19 @@ type treeProc struct {
 // /proc, so its cost does not depend on the host's process count. Passing
 // the previous result as known keeps a process whose parent exited (it is
 // reparented out of the tree) once it has been seen. Zombies are left out.
-// An error means the list may be incomplete; errNoChildrenFiles means the
+// An error means the list may be incomplete; ErrNoChildrenFiles means the
 // kernel cannot list children at all.
-func walkTree(root int, known []procRef) ([]treeProc, error) {
+func WalkTree(root int, known []Proc) ([]TreeProc, error) {
 	seen := make(map[int]bool, len(known)+1)
-	var out []treeProc
+	var out []TreeProc
 	var errs []error
 	queue := make([]int, 0, len(known)+1)
 	queue = append(queue, root)
 	starts := make(map[int]string, len(known))
 	for _, p := range known {
-		if p.pid != root {
-			queue = append(queue, p.pid)
-			starts[p.pid] = p.start
+		if p.Pid != root {
+			queue = append(queue, p.Pid)
+			starts[p.Pid] = p.start
 		}
 	}
 	for len(queue) > 0 {
@@ -129,9 +133,9 @@ func walkTree(root int, known []procRef) ([]treeProc, error) {
 			continue
 		}
 		seen[pid] = true
-		st, err := readStat(pid)
+		st, err := ReadStat(pid)
 		if err != nil {
-			if !procGone(err) && len(errs) == 0 {
+			if !Gone(err) && len(errs) == 0 {
 				errs = append(errs, err) // it may be a live member: say so once
 			}
 			continue
@@ -139,18 +143,18 @@ func walkTree(root int, known []procRef) ([]treeProc, error) {
 		if want, ok := starts[pid]; ok && want != st.start {
 			continue // a known pid now names another process
 		}
-		if st.state == 'Z' {
+		if st.State == 'Z' {
 			continue
 		}
-		out = append(out, treeProc{procRef{pid: pid, start: st.start, comm: st.comm}, st})
+		out = append(out, TreeProc{Proc{Pid: pid, start: st.start, Comm: st.comm}, st})
 		kids, err := childrenOf(pid, st.threads)
 		switch {
 		case err == nil:
 		case pid == root && errors.Is(err, fs.ErrNotExist) && len(out) == 1:
-			if _, serr := readStat(pid); serr == nil {
-				return nil, errNoChildrenFiles // alive, yet no children file
+			if _, serr := ReadStat(pid); serr == nil {
+				return nil, ErrNoChildrenFiles // alive, yet no children file
 			}
-		case !procGone(err) && len(errs) == 0:
+		case !Gone(err) && len(errs) == 0:
 			errs = append(errs, err)
 		}
 		queue = append(queue, kids...)
@@ -179,7 +183,7 @@ func childrenOf(pid, threads int) ([]int, error) {
 	for _, tid := range tids {
 		b, err := os.ReadFile(dir + tid + "/children")
 		if err != nil {
-			if first == nil && (threads <= 1 || !procGone(err)) {
+			if first == nil && (threads <= 1 || !Gone(err)) {
 				first = err // a thread that exited meanwhile took no children with it
 			}
 			continue
@@ -195,65 +199,65 @@ func childrenOf(pid, threads int) ([]int, error) {
 
 // scanDescendants is descendants for a kernel without children files: it
 // walks the parent links of every process in /proc.
-func scanDescendants(root int) ([]procRef, error) {
+func scanDescendants(root int) ([]Proc, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
 	}
 	kids := make(map[int][]int)
-	stats := make(map[int]procStat)
+	stats := make(map[int]Stat)
 	var errs []error
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		st, err := readStat(pid)
+		st, err := ReadStat(pid)
 		switch {
 		case err == nil:
 			stats[pid] = st
 			kids[st.ppid] = append(kids[st.ppid], pid)
-		case !procGone(err):
+		case !Gone(err):
 			// It may be a descendant; say so once.
 			if len(errs) == 0 {
 				errs = append(errs, err)
 			}
 		}
 	}
-	var out []procRef
+	var out []Proc
 	queue := append([]int(nil), kids[root]...)
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
 		st := stats[pid]
-		if st.state != 'Z' {
-			out = append(out, procRef{pid: pid, start: st.start, comm: st.comm})
+		if st.State != 'Z' {
+			out = append(out, Proc{Pid: pid, start: st.start, Comm: st.comm})
 		}
 		queue = append(queue, kids[pid]...)
 	}
 	return out, errors.Join(errs...)
 }
 
-// alive reports whether the very same process still runs. When it cannot
+// Alive reports whether the very same process still runs. When it cannot
 // tell, it reports true and the reason.
-func (p procRef) alive() (bool, error) {
-	st, err := readStat(p.pid)
+func (p Proc) Alive() (bool, error) {
+	st, err := ReadStat(p.Pid)
 	if err != nil {
-		return !procGone(err), err
+		return !Gone(err), err
 	}
-	return st.start == p.start && st.state != 'Z', nil
+	return st.start == p.start && st.State != 'Z', nil
 }
 
-// escapeWarning describes which of the processes seen before a kill
+// EscapeWarning describes which of the processes seen before a kill
 // survived it, or may have, or "" when none did.
-func escapeWarning(before []procRef) string {
+func EscapeWarning(before []Proc) string {
 	var left []string
 	for _, p := range before {
-		switch alive, err := p.alive(); {
+		switch alive, err := p.Alive(); {
 		case alive && err != nil:
-			left = append(left, fmt.Sprintf("pid %d (%s; could not check: %v)", p.pid, p.comm, err))
+			left = append(left, fmt.Sprintf("pid %d (%s; could not check: %v)", p.Pid, p.Comm, err))
 		case alive:
-			left = append(left, fmt.Sprintf("pid %d (%s)", p.pid, p.comm))
+			left = append(left, fmt.Sprintf("pid %d (%s)", p.Pid, p.Comm))
 		}
 	}
 	switch len(left) {
@@ -266,9 +270,9 @@ func escapeWarning(before []procRef) string {
 	}
 }
 
-// groupMembers lists the live processes of process group pgid but the
+// GroupMembers lists the live processes of process group pgid but the
 // leader, from /proc.
-func groupMembers(pgid int) ([]int, error) {
+func GroupMembers(pgid int) ([]int, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
@@ -279,34 +283,34 @@ func groupMembers(pgid int) ([]int, error) {
 		if err != nil || pid == pgid {
 			continue
 		}
-		if st, err := readStat(pid); err == nil && st.pgrp == pgid && st.state != 'Z' {
+		if st, err := ReadStat(pid); err == nil && st.pgrp == pgid && st.State != 'Z' {
 			out = append(out, pid)
 		}
 	}
 	return out, nil
 }
 
-// liveAmong keeps the pids that are neither gone nor zombies, nor skip.
-func liveAmong(pids []int, skip int) []int {
+// LiveAmong keeps the pids that are neither gone nor zombies, nor skip.
+func LiveAmong(pids []int, skip int) []int {
 	out := pids[:0]
 	for _, pid := range pids {
 		if pid == skip {
 			continue
 		}
-		if st, err := readStat(pid); err == nil && st.state != 'Z' {
+		if st, err := ReadStat(pid); err == nil && st.State != 'Z' {
 			out = append(out, pid)
 		}
 	}
 	return out
 }
 
-// commandLine is a process's command line, shortened to max characters,
+// CommandLine is a process's command line, shortened to max characters,
 // or its comm when the command line cannot be read.
-func commandLine(pid int, limit int) string {
+func CommandLine(pid int, limit int) string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	s := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
 	if err != nil || s == "" {
-		if st, err := readStat(pid); err == nil {
+		if st, err := ReadStat(pid); err == nil {
 			return st.comm
 		}
 		return "?"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package bgexec
+package contain
 
 import (
 	"bufio"
@@ -23,10 +23,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cgroupRoot is the registry's own cgroup directory; every session gets a
-// child directory below it. Killing through cgroup.kill reaches processes
-// that left the process group (setsid, setpgid, double forks).
-type cgroupRoot struct {
+// Root is a registry's own cgroup directory in the cgroup v2 tree; every
+// session gets a child directory below it ([Root.NewSession]). Killing
+// through cgroup.kill reaches processes that left the process group
+// (setsid, setpgid, double forks). Its methods are safe for concurrent
+// use; it is made by [NewRoot] only.
+type Root struct {
 	dir string
 
 	// namespace is set when a gateway session can get a cgroup namespace
@@ -42,12 +44,30 @@ type cgroupRoot struct {
 	closed bool
 }
 
-// maxSpareCgroups is how many emptied session cgroups a registry keeps for
-// the next sessions, which then skip a mkdir and an rmdir each.
-const maxSpareCgroups = 4
+// Dir is the registry's cgroup directory.
+func (r *Root) Dir() string { return r.dir }
+
+// Spares lists the emptied session cgroups kept for reuse (a copy).
+func (r *Root) Spares() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.spare)
+}
+
+// Dirty lists the session cgroups not seen empty or not removed yet (a
+// copy): they are never reused, and RetryDirty kills them again.
+func (r *Root) Dirty() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.dirty)
+}
+
+// MaxSpares is how many emptied session cgroups a Root keeps for the next
+// sessions, which then skip a mkdir and an rmdir each.
+const MaxSpares = 4
 
 // takeSpare returns an emptied session cgroup to reuse, or "".
-func (r *cgroupRoot) takeSpare() string {
+func (r *Root) takeSpare() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := len(r.spare)
@@ -61,11 +81,11 @@ func (r *cgroupRoot) takeSpare() string {
 
 // keepSpare keeps an emptied session cgroup for reuse, unless enough are
 // kept already or the registry is closing; it reports whether it did. Only
-// a cgroup that was never killed may be kept (see sessionCgroup.killed).
-func (r *cgroupRoot) keepSpare(dir string) bool {
+// a cgroup that was never killed may be kept (see Cgroup.killed).
+func (r *Root) keepSpare(dir string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || len(r.spare) >= maxSpareCgroups {
+	if r.closed || len(r.spare) >= MaxSpares {
 		return false
 	}
 	r.spare = append(r.spare, dir)
@@ -73,9 +93,9 @@ func (r *cgroupRoot) keepSpare(dir string) bool {
 }
 
 // keepDirty records a session cgroup that could not be seen empty (or
-// removed), so that it is never reused and retryDirty kills it again. It is
+// removed), so that it is never reused and RetryDirty kills it again. It is
 // a no-op on a nil root.
-func (r *cgroupRoot) keepDirty(dir string) {
+func (r *Root) keepDirty(dir string) {
 	if r == nil {
 		return
 	}
@@ -84,10 +104,10 @@ func (r *cgroupRoot) keepDirty(dir string) {
 	r.dirty = append(r.dirty, dir)
 }
 
-// retryDirty kills what is left in each dirty session cgroup, waits at most
+// RetryDirty kills what is left in each dirty session cgroup, waits at most
 // bound for each to empty, removes those that did, and reports how many
 // are left.
-func (r *cgroupRoot) retryDirty(bound time.Duration) int {
+func (r *Root) RetryDirty(bound time.Duration) int {
 	r.mu.Lock()
 	dirty := r.dirty
 	r.dirty = nil
@@ -100,7 +120,7 @@ func (r *cgroupRoot) retryDirty(bound time.Duration) int {
 		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 			continue // the watchdog removed it
 		}
-		c := &sessionCgroup{dir: dir, fd: -1}
+		c := &Cgroup{dir: dir, fd: -1}
 		if c.settle(bound) != nil {
 			left = append(left, dir)
 			continue
@@ -115,11 +135,11 @@ func (r *cgroupRoot) retryDirty(bound time.Duration) int {
 	return len(r.dirty)
 }
 
-// findCgroup2Dir returns the directory of this process's cgroup in the
+// Cgroup2Dir returns the directory of this process's cgroup in the
 // cgroup v2 hierarchy, from /proc/self/cgroup and /proc/self/mountinfo. The
 // hierarchy may be mounted at /sys/fs/cgroup or /sys/fs/cgroup/unified
 // (hybrid systems).
-func findCgroup2Dir() (string, error) {
+func Cgroup2Dir() (string, error) {
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return "", err
@@ -201,9 +221,11 @@ func eachCgroupMount(f func(cgroupMount) bool) error {
 	return sc.Err()
 }
 
-// newCgroupRoot creates this registry's cgroup, or reports why it cannot.
-func newCgroupRoot() (*cgroupRoot, error) {
-	base, err := findCgroup2Dir()
+// NewRoot creates a registry's cgroup below this process's cgroup v2
+// cgroup, and checks that a shell can be cloned into a session cgroup
+// below it, or reports why it cannot.
+func NewRoot() (*Root, error) {
+	base, err := Cgroup2Dir()
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +239,7 @@ func newCgroupRoot() (*cgroupRoot, error) {
 		_ = os.Remove(dir)
 		return nil, errors.New("cgroup.kill is not available (Linux 5.14+ needed)")
 	}
-	r := &cgroupRoot{dir: dir, nsdelegate: cgroup2NSDelegate()}
+	r := &Root{dir: dir, nsdelegate: cgroup2NSDelegate()}
 	if err := r.probe(); err != nil {
 		_ = os.Remove(dir)
 		return nil, err
@@ -231,13 +253,13 @@ func newCgroupRoot() (*cgroupRoot, error) {
 // child when they differ, which is the case for every session when the
 // host's own cgroup was killed once before (a service restarted in a
 // reused cgroup). Containment cannot work there.
-func (r *cgroupRoot) probe() error {
-	cg, err := r.newSession()
+func (r *Root) probe() error {
+	cg, err := r.NewSession()
 	if err != nil {
 		return fmt.Errorf("create session cgroup: %w", err)
 	}
 	defer func() {
-		cg.closeFD()
+		cg.CloseFD()
 		_ = unix.Rmdir(cg.dir)
 	}()
 	run := func(unshare uintptr) error {
@@ -264,9 +286,10 @@ func (r *cgroupRoot) probe() error {
 	}
 }
 
-// sessionCgroup is one session's cgroup.
-type sessionCgroup struct {
-	root *cgroupRoot
+// Cgroup is one session's cgroup, with its share of the limits and its
+// cgroup namespace. Safe for concurrent use once the session started.
+type Cgroup struct {
+	root *Root
 	dir  string
 	fd   int // O_PATH|O_DIRECTORY descriptor for clone3's CLONE_INTO_CGROUP
 
@@ -277,7 +300,7 @@ type sessionCgroup struct {
 
 	// reused is set for a spare cgroup taken again: its counters start
 	// where the last session left them. lim is the session's share of
-	// the registry's limits (limits_linux.go); nil without limits.
+	// the registry's limits (see Limiter); nil without limits.
 	reused bool
 	lim    *sessionLimits
 
@@ -290,12 +313,12 @@ type sessionCgroup struct {
 	// ns is the session's cgroup namespace (nil without one): every
 	// process of the session is in it, even one that moved to another
 	// cgroup, until it unshares or enters another (CAP_SYS_ADMIN).
-	ns *cgroupNamespace
+	ns *namespace
 }
 
-// newSession returns an empty cgroup for one session: a spare one if there
+// NewSession returns an empty cgroup for one session: a spare one if there
 // is, else a new one.
-func (r *cgroupRoot) newSession() (*sessionCgroup, error) {
+func (r *Root) NewSession() (*Cgroup, error) {
 	dir := r.takeSpare()
 	reused := dir != ""
 	if dir == "" {
@@ -311,16 +334,54 @@ func (r *cgroupRoot) newSession() (*sessionCgroup, error) {
 		_ = unix.Rmdir(dir)
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return &sessionCgroup{root: r, dir: dir, fd: fd, reused: reused}, nil
+	return &Cgroup{root: r, dir: dir, fd: fd, reused: reused}, nil
 }
 
-// closeFD closes the directory descriptor, which only the clone into the
+// CloseFD closes the directory descriptor, which only the clone into the
 // cgroup needs; it is safe to call more than once.
-func (c *sessionCgroup) closeFD() {
+func (c *Cgroup) CloseFD() {
 	if c.fd >= 0 {
 		_ = unix.Close(c.fd)
 		c.fd = -1
 	}
+}
+
+// Dir is the session's cgroup directory.
+func (c *Cgroup) Dir() string { return c.dir }
+
+// FD is the cgroup directory's descriptor, for clone3's
+// CLONE_INTO_CGROUP (SysProcAttr.CgroupFD); -1 after CloseFD.
+func (c *Cgroup) FD() int { return c.fd }
+
+// Killed reports whether cgroup.kill was written (the cgroup is then
+// never reused).
+func (c *Cgroup) Killed() bool { return c.killed.Load() }
+
+// UnshareNamespace reports whether a gateway session started in c should
+// unshare a cgroup namespace (CLONE_NEWCGROUP) after its clone into c:
+// [NewRoot] found that this host can.
+func (c *Cgroup) UnshareNamespace() bool { return c.root != nil && c.root.namespace }
+
+// OpenNamespace holds the cgroup namespace of a session just started with
+// one (leader is its shell), so that its processes are found, and killed
+// by [Cgroup.KillNamespace], wherever their cgroup. It holds none when
+// the session entered the host's own namespace or init's, or when nothing
+// of it runs any more.
+func (c *Cgroup) OpenNamespace(leader int) { c.ns = sessionNamespace(leader, c) }
+
+// Namespaced reports whether OpenNamespace holds a namespace for c.
+// Nil-safe.
+func (c *Cgroup) Namespaced() bool { return c != nil && c.ns != nil }
+
+// KillNamespace SIGKILLs every process of the session's cgroup namespace
+// (see [Cgroup.OpenNamespace]), wherever its cgroup, and looks again until
+// none is left; nil without a namespace. An error means some may still
+// run.
+func (c *Cgroup) KillNamespace() error {
+	if c.ns == nil {
+		return nil
+	}
+	return c.ns.kill()
 }
 
 // Every reader and writer of a cgroup file below fails closed: a cgroup is
@@ -330,7 +391,7 @@ func (c *sessionCgroup) closeFD() {
 // session is not reported as certain, and the cgroup is never reused.
 
 // kill SIGKILLs every process in the cgroup, wherever its process group.
-func (c *sessionCgroup) kill() error {
+func (c *Cgroup) kill() error {
 	c.killed.Store(true)
 	path := c.dir + "/cgroup.kill"
 	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
@@ -344,32 +405,32 @@ func (c *sessionCgroup) kill() error {
 	return nil
 }
 
-// killLeft SIGKILLs every process in the cgroup unless it was seen empty.
+// KillLeft SIGKILLs every process in the cgroup unless it was seen empty.
 // It looks at cgroup.events first: when the leader has exited, usually
 // nothing is left, and the look costs less than a kill. A cgroup it cannot
 // look at is killed.
-func (c *sessionCgroup) killLeft() error {
+func (c *Cgroup) KillLeft() error {
 	if c.emptied.Load() {
 		return nil
 	}
-	if pop, err := c.populated(); err == nil && !pop {
+	if pop, err := c.Populated(); err == nil && !pop {
 		c.emptied.Store(true)
 		return nil
 	}
 	return c.kill()
 }
 
-// signal sends sig to every process in the cgroup.
-func (c *sessionCgroup) signal(sig unix.Signal) error {
-	pids, err := c.procs()
+// Signal sends sig to every process in the cgroup.
+func (c *Cgroup) Signal(sig unix.Signal) error {
+	pids, err := c.Procs()
 	for _, pid := range pids {
 		_ = unix.Kill(pid, sig) // Best effort: it may have exited since.
 	}
 	return err
 }
 
-// procs lists the pids in the cgroup.
-func (c *sessionCgroup) procs() ([]int, error) {
+// Procs lists the pids in the cgroup.
+func (c *Cgroup) Procs() ([]int, error) {
 	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
 	if err != nil {
 		return nil, err
@@ -383,9 +444,9 @@ func (c *sessionCgroup) procs() ([]int, error) {
 	return pids, nil
 }
 
-// populated reports whether any process is still in the cgroup. When it
+// Populated reports whether any process is still in the cgroup. When it
 // cannot tell, it reports true and the reason.
-func (c *sessionCgroup) populated() (bool, error) {
+func (c *Cgroup) Populated() (bool, error) {
 	path := c.dir + "/cgroup.events"
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -419,8 +480,8 @@ func eventsPopulated(fd int) (bool, error) {
 // it empty. Nil means it was seen empty; an error means processes may
 // still run in it. The wait is event-driven: cgroup.events signals POLLPRI
 // when "populated" changes.
-func (c *sessionCgroup) settle(bound time.Duration) error {
-	if err := c.killLeft(); err != nil {
+func (c *Cgroup) settle(bound time.Duration) error {
+	if err := c.KillLeft(); err != nil {
 		return err
 	}
 	if c.emptied.Load() {
@@ -453,11 +514,11 @@ func (c *sessionCgroup) settle(bound time.Duration) error {
 	}
 }
 
-// remove settles the cgroup (bound limits the wait) and then keeps it as a
+// Remove settles the cgroup (bound limits the wait) and then keeps it as a
 // spare or deletes it. An error means it could not be seen empty: it is
-// then never reused, and the registry retries the kill (retryDirty).
-func (c *sessionCgroup) remove(bound time.Duration) error {
-	defer c.closeFD()
+// then never reused, and the registry retries the kill ([Root.RetryDirty]).
+func (c *Cgroup) Remove(bound time.Duration) error {
+	defer c.CloseFD()
 	defer c.ns.close()
 	if err := c.settle(bound); err != nil {
 		c.root.keepDirty(c.dir)
@@ -475,10 +536,10 @@ func (c *sessionCgroup) remove(bound time.Duration) error {
 	return nil
 }
 
-// remove deletes the spare and dirty session cgroups (dirty ones after a
+// Remove deletes the spare and dirty session cgroups (dirty ones after a
 // last kill) and the registry's cgroup; call it once every session's
 // cgroup is removed.
-func (r *cgroupRoot) remove() error {
+func (r *Root) Remove() error {
 	r.mu.Lock()
 	r.closed = true
 	spare := r.spare
@@ -487,7 +548,7 @@ func (r *cgroupRoot) remove() error {
 	for _, dir := range spare {
 		_ = unix.Rmdir(dir) // Best effort: the root's rmdir below reports it.
 	}
-	if n := r.retryDirty(time.Second); n > 0 {
+	if n := r.RetryDirty(time.Second); n > 0 {
 		return fmt.Errorf("bgexec: %d session cgroups could not be emptied", n)
 	}
 	return os.Remove(r.dir)
@@ -510,10 +571,10 @@ func cgroup2NSDelegate() bool {
 	return found
 }
 
-// cgroupNamespace is a session's cgroup namespace, held open so that its
+// namespace is a session's cgroup namespace, held open so that its
 // inode number cannot be given to another namespace while the session
 // lives: processes are found by that number.
-type cgroupNamespace struct {
+type namespace struct {
 	fd   int
 	ino  uint64
 	link string // what /proc/<pid>/ns/cgroup reads for its members: "cgroup:[ino]"
@@ -526,7 +587,7 @@ type cgroupNamespace struct {
 
 // openCgroupNamespace opens the cgroup namespace of pid, which must be
 // alive (a zombie has none).
-func openCgroupNamespace(pid int) (*cgroupNamespace, error) {
+func openCgroupNamespace(pid int) (*namespace, error) {
 	path := "/proc/" + strconv.Itoa(pid) + "/ns/cgroup"
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -537,7 +598,7 @@ func openCgroupNamespace(pid int) (*cgroupNamespace, error) {
 		_ = unix.Close(fd)
 		return nil, &os.PathError{Op: "fstat", Path: path, Err: err}
 	}
-	return &cgroupNamespace{fd: fd, ino: st.Ino, link: "cgroup:[" + strconv.FormatUint(st.Ino, 10) + "]"}, nil
+	return &namespace{fd: fd, ino: st.Ino, link: "cgroup:[" + strconv.FormatUint(st.Ino, 10) + "]"}, nil
 }
 
 // sessionNamespace opens the cgroup namespace of a session that was just
@@ -549,7 +610,7 @@ func openCgroupNamespace(pid int) (*cgroupNamespace, error) {
 // exec nsenter before the host looks). The host's own namespace and
 // init's are never taken for a session's: killing "every process of the
 // namespace" would then kill the machine.
-func sessionNamespace(leader int, c *sessionCgroup) *cgroupNamespace {
+func sessionNamespace(leader int, c *Cgroup) *namespace {
 	for _, pid := range append([]int{leader}, procsOrNone(c)...) {
 		ns, err := openCgroupNamespace(pid)
 		if err != nil {
@@ -565,15 +626,15 @@ func sessionNamespace(leader int, c *sessionCgroup) *cgroupNamespace {
 	return nil
 }
 
-func procsOrNone(c *sessionCgroup) []int {
-	pids, _ := c.procs() // Best effort: none means the leader's was all there was.
+func procsOrNone(c *Cgroup) []int {
+	pids, _ := c.Procs() // Best effort: none means the leader's was all there was.
 	return pids
 }
 
 // shared reports whether n is this process's cgroup namespace (or it
 // cannot tell) or init's (where init's may be looked at: a supervisor
 // may hide it even from root).
-func (n *cgroupNamespace) shared() bool {
+func (n *namespace) shared() bool {
 	var st unix.Stat_t
 	if err := unix.Stat("/proc/self/ns/cgroup", &st); err != nil || st.Ino == n.ino {
 		return true
@@ -588,7 +649,7 @@ const nsKillBound = time.Second
 // kill SIGKILLs every process in the namespace, wherever its cgroup, and
 // looks again until a look finds none. An error means some may still run.
 // It costs one scan of /proc per look.
-func (n *cgroupNamespace) kill() error {
+func (n *namespace) kill() error {
 	deadline := time.Now().Add(nsKillBound)
 	buf := make([]byte, 64)
 	for {
@@ -609,7 +670,7 @@ func (n *cgroupNamespace) kill() error {
 
 // killOnce SIGKILLs the processes /proc shows in the namespace, and
 // counts them. A zombie has left every namespace, so it is not counted.
-func (n *cgroupNamespace) killOnce(buf []byte) (int, error) {
+func (n *namespace) killOnce(buf []byte) (int, error) {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return 0, err
@@ -643,7 +704,7 @@ func (n *cgroupNamespace) killOnce(buf []byte) (int, error) {
 // killed for n: the namespace number matched, but a session of this or
 // another registry is not the one that left n's cgroup. It is a guard:
 // the number is held (n.fd), so a match should be n's own.
-func (n *cgroupNamespace) stranger(name string) bool {
+func (n *namespace) stranger(name string) bool {
 	if n.own == "" {
 		return false
 	}
@@ -665,9 +726,14 @@ func (n *cgroupNamespace) stranger(name string) bool {
 }
 
 // close releases the namespace; nil-safe and idempotent.
-func (n *cgroupNamespace) close() {
+func (n *namespace) close() {
 	if n != nil && n.fd >= 0 {
 		_ = unix.Close(n.fd)
 		n.fd = -1
 	}
 }
+
+// Populated reports whether any process is in the cgroup v2 directory
+// dir, from its cgroup.events. When it cannot tell, it reports true and
+// the reason.
+func Populated(dir string) (bool, error) { return (&Cgroup{dir: dir, fd: -1}).Populated() }

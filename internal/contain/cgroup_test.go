@@ -1,0 +1,180 @@
+//go:build linux
+
+package contain
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// Every reader and writer of a cgroup file fails closed: what cannot be
+// read counts as populated, and what could not be seen empty is neither
+// reported as ended nor reused. Regular files stand in for cgroup files.
+func TestCgroupFilesFailClosed(t *testing.T) {
+	t.Parallel()
+	// fakeCgroup makes a directory holding the given files.
+	fakeCgroup := func(t *testing.T, files map[string]string) string {
+		dir := t.TempDir()
+		for name, text := range files {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600))
+		}
+		return dir
+	}
+	missing := filepath.Join(t.TempDir(), "gone")
+	events := func(t *testing.T, text string) (bool, error) {
+		f, err := os.Open(filepath.Join(fakeCgroup(t, map[string]string{"cgroup.events": text}), "cgroup.events"))
+		require.NoError(t, err)
+		defer f.Close()
+		return eventsPopulated(int(f.Fd()))
+	}
+
+	t.Run("cgroup.events says populated 0 or 1", func(t *testing.T) {
+		pop, err := events(t, "populated 0\nfrozen 0\n")
+		assert.NoError(t, err)
+		assert.False(t, pop)
+		pop, err = events(t, "populated 1\nfrozen 0\n")
+		assert.NoError(t, err)
+		assert.True(t, pop)
+	})
+	t.Run("a cgroup.events without a populated line counts as populated", func(t *testing.T) {
+		for _, text := range []string{"", "frozen 0\n", "populated 2\n", "populated 01\n"} {
+			pop, err := events(t, text)
+			assert.Error(t, err, "%q", text)
+			assert.True(t, pop, "%q", text)
+		}
+	})
+	t.Run("a cgroup.events that cannot be read counts as populated", func(t *testing.T) {
+		pop, err := eventsPopulated(-1)
+		assert.ErrorIs(t, err, unix.EBADF)
+		assert.True(t, pop)
+	})
+	t.Run("a cgroup.events that cannot be opened counts as populated", func(t *testing.T) {
+		pop, err := (&Cgroup{dir: missing, fd: -1}).Populated()
+		assert.ErrorIs(t, err, os.ErrNotExist)
+		assert.True(t, pop)
+	})
+	t.Run("killLeft kills a cgroup it cannot look at, and reports a kill that failed", func(t *testing.T) {
+		c := &Cgroup{dir: missing, fd: -1}
+		assert.ErrorIs(t, c.KillLeft(), os.ErrNotExist)
+		assert.True(t, c.killed.Load(), "the kill was tried")
+		assert.False(t, c.emptied.Load())
+	})
+	t.Run("killLeft leaves a cgroup seen empty alone", func(t *testing.T) {
+		c := &Cgroup{dir: fakeCgroup(t, map[string]string{"cgroup.events": "populated 0\n"}), fd: -1}
+		assert.NoError(t, c.KillLeft())
+		assert.True(t, c.emptied.Load())
+		assert.False(t, c.killed.Load())
+	})
+	t.Run("signal reports a cgroup.procs it cannot read", func(t *testing.T) {
+		assert.ErrorIs(t, (&Cgroup{dir: missing, fd: -1}).Signal(unix.SIGTERM), os.ErrNotExist)
+	})
+	t.Run("settle reports a cgroup still populated when the bound ends", func(t *testing.T) {
+		c := &Cgroup{dir: fakeCgroup(t, map[string]string{"cgroup.events": "populated 1\n", "cgroup.kill": ""}), fd: -1}
+		assert.ErrorContains(t, c.settle(0), "still populated")
+		assert.True(t, c.killed.Load())
+	})
+	t.Run("remove never keeps a cgroup it could not see empty, and retryDirty retries it", func(t *testing.T) {
+		root := &Root{dir: t.TempDir()}
+		stuck := fakeCgroup(t, map[string]string{"cgroup.events": "populated 1\n", "cgroup.kill": ""})
+		for _, dir := range []string{missing, stuck} {
+			c := &Cgroup{root: root, dir: dir, fd: -1}
+			assert.Error(t, c.Remove(0), dir)
+		}
+		assert.Empty(t, root.Spares(), "no spare")
+		assert.Equal(t, []string{missing, stuck}, root.Dirty())
+		assert.Equal(t, 1, root.RetryDirty(0), "a cgroup that is gone is forgotten; one still populated is kept")
+		assert.Equal(t, []string{stuck}, root.Dirty())
+	})
+	t.Run("remove keeps a cgroup seen empty and never killed as a spare", func(t *testing.T) {
+		root := &Root{dir: t.TempDir()}
+		dir := fakeCgroup(t, map[string]string{"cgroup.events": "populated 0\n"})
+		assert.NoError(t, (&Cgroup{root: root, dir: dir, fd: -1}).Remove(0))
+		assert.Equal(t, []string{dir}, root.Spares())
+		assert.Empty(t, root.Dirty())
+	})
+}
+
+// BenchmarkCgroupNamespaceScan is the cost a session end pays to find
+// the processes of its cgroup namespace: one scan of /proc (here for a
+// namespace nothing is in). Target: under 10 ms for 200 /proc entries;
+// 6.2 ms measured with 189 at load average 26 on the 2-core machine.
+func BenchmarkCgroupNamespaceScan(b *testing.B) {
+	n := &namespace{fd: -1, link: "cgroup:[1]"} // no namespace has inode 1
+	buf := make([]byte, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		if found, err := n.killOnce(buf); err != nil || found != 0 {
+			b.Fatal(found, err)
+		}
+	}
+	ents, _ := os.ReadDir("/proc")
+	b.ReportMetric(float64(len(ents)), "proc-entries")
+}
+
+// A session that entered the host's cgroup namespace (or init's) before
+// the host looked must not make the host kill "every process of its
+// namespace": the machine.
+func TestCgroupNamespaceIsNeverTheHosts(t *testing.T) {
+	self, err := openCgroupNamespace(os.Getpid())
+	require.NoError(t, err)
+	defer self.close()
+	assert.True(t, self.shared(), "the host's own namespace is shared")
+	cg := &Cgroup{dir: t.TempDir(), fd: -1} // no cgroup.procs: no members
+	assert.Nil(t, sessionNamespace(os.Getpid(), cg), "a leader in the host's namespace gives the session none")
+}
+
+// A namespace's kill never takes a process that lives in another bgexec
+// session's cgroup for its own, even if the number matched: whatever
+// made it match, that process is another session's.
+func TestCgroupNamespaceSparesOtherSessions(t *testing.T) {
+	t.Parallel()
+	root := newTestRoot(t)
+	cg, err := root.NewSession()
+	require.NoError(t, err)
+	cmd := exec.Command("/bin/sleep", "300")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.FD()}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		assert.NoError(t, cg.Remove(10*time.Second))
+	})
+	pid := strconv.Itoa(cmd.Process.Pid)
+	b, err := os.ReadFile("/proc/" + pid + "/cgroup")
+	require.NoError(t, err)
+	var path string
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			path = p
+		}
+	}
+	require.Contains(t, path, "/bgexec-", "the process lives in its session cgroup")
+	own := &namespace{fd: -1, own: "/bgexec-0-none/s-none"}
+	assert.True(t, own.stranger(pid), "a process in another session's cgroup %s is a stranger", path)
+	mine := &namespace{fd: -1, own: path}
+	assert.False(t, mine.stranger(pid), "the session's own process is not")
+	moved := &namespace{fd: -1, own: path + "-elsewhere"}
+	assert.True(t, moved.stranger(pid))
+}
+
+// newTestRoot returns a registry cgroup, removed at the end of the test,
+// or skips the test where cgroup v2 containment is not available.
+func newTestRoot(t *testing.T) *Root {
+	t.Helper()
+	root, err := NewRoot()
+	if err != nil {
+		t.Skip("cgroup v2 containment is not available here:", err)
+	}
+	t.Cleanup(func() { assert.NoError(t, root.Remove()) })
+	return root
+}
