@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/bgexec/bgexec/internal/allowlist"
 	"github.com/bgexec/bgexec/internal/envpolicy"
+	sshhost "github.com/bgexec/bgexec/internal/host/ssh"
 	"github.com/bgexec/bgexec/internal/session"
 )
 
@@ -37,7 +39,7 @@ type Registry struct {
 	// limits applies the per-session limits (nil: none can be).
 	quota  quotas
 	limits *limitRoot
-	nodes  *nodePool // the SSH connections to Config.Nodes; nil without nodes
+	nodes  nodeHosts // the SSH connections to Config.Nodes; nil without nodes
 	hosts  hostSet   // where commands run, chosen here once
 
 	// goroutines counts every goroutine the registry started but the
@@ -155,7 +157,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	r.approvals.rules = rules
 	lim.kick = func() { kick(r.sweepKick) }
 	if len(st.nodes) > 0 {
-		r.nodes = newNodePool(st.nodes, st.defaultNode, os.Getenv, &r.goroutines)
+		r.nodes = sshhost.NewPool(slices.Collect(maps.Values(st.nodes)), os.Getenv, &r.goroutines)
 	}
 	r.hosts = newHostSet(r)
 	r.goroutines.Add(2)
@@ -246,7 +248,7 @@ func (r *Registry) Close(ctx context.Context) error {
 		err = ctx.Err()
 		if r.nodes != nil {
 			// A hung node must not hold Close: its sessions end as lost.
-			r.nodes.close()
+			r.nodes.Close()
 		}
 		for _, s := range running[i:] {
 			s.ForceKill(session.ReasonKilled)
@@ -257,7 +259,7 @@ func (r *Registry) Close(ctx context.Context) error {
 		break
 	}
 	if r.nodes != nil {
-		r.nodes.close() // every remote session has ended: its connections go
+		r.nodes.Close() // every remote session has ended: its connections go
 	}
 	// Only now stop the spawner: its thread's exit sends Pdeathsig
 	// (SIGKILL) to every child it forked, which would cut the grace period.
