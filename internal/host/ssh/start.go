@@ -34,12 +34,7 @@ func (h *Host) Name() string { return "node" }
 // and every channel is closed; a connection that failed is an [*Error],
 // a closed pool [ErrClosed].
 func (h *Host) Start(_ context.Context, spec *host.Spec) (*host.Started, error) {
-	env := spec.Env
-	callEnv := append(append(env.Carried[:len(env.Carried):len(env.Carried)], withoutOverridden(env.Defaults, env.Overrides)...), overrideEnv(env.Overrides, env.Forced)...)
-	if len(env.Added) > 0 {
-		callEnv = setEnv(callEnv, env.Added)
-	}
-	st, rp, err := h.pool.start(h.node, spec, callEnv)
+	st, rp, err := h.pool.start(h.node, spec, nodeEnv(spec.Env))
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +48,16 @@ func (h *Host) Start(_ context.Context, spec *host.Spec) (*host.Started, error) 
 		}
 	}
 	return st, nil
+}
+
+// nodeEnv is what the wrapper applies over the node's login environment,
+// in order (see Start): an entry without "=" unsets its name.
+func nodeEnv(env host.Env) []string {
+	out := append(append(env.Carried[:len(env.Carried):len(env.Carried)], withoutOverridden(env.Defaults, env.Overrides)...), overrideEnv(env.Overrides, env.Forced)...)
+	if len(env.Added) > 0 {
+		out = setEnv(out, env.Added)
+	}
+	return out
 }
 
 // overrideEnv is the caller's per-call entries (already vetted), sorted,
