@@ -450,10 +450,12 @@ func TestNodeErrorsArePublic(t *testing.T) {
 }
 
 // The node's state prologue writes what parseState reads: it is the
-// local one with the check of fd 4 naming the node's state file.
+// local one with the check of fd 4 naming the node's state file. The
+// state read back is bounded alike.
 func TestStatePrologueIsTheLocalOnes(t *testing.T) {
 	t.Parallel()
 	want := strings.Replace(statePrologue, "/memfd:bgexec-state*", "*/bgexec-state-TAG.*", 1)
 	require.NotEqual(t, statePrologue, want)
 	assert.Equal(t, want, sshhost.StatePrologue("TAG"))
+	assert.Equal(t, stateMaxBytes, sshhost.StateMaxBytes, "the same bound for both")
 }

@@ -28,9 +28,10 @@ func StatePrologue(tag string) string {
 	return `__bgexec_state() { case $(readlink /dev/fd/4 2>/dev/null) in */bgexec-state-` + tag + `.*) { printf '\000bgexec-state\000'; pwd; printf '\000'; command -p env -0; printf '\000bgexec-end\000'; } >&4 2>/dev/null;; esac; }; trap __bgexec_state EXIT; `
 }
 
-// stateMaxBytes bounds the state read back; a larger one is not carried
-// (as on this machine).
-const stateMaxBytes = 4 << 20
+// StateMaxBytes bounds a node's state read back, in bytes: a larger one
+// is not carried. It is package bgexec's bound for this machine's state
+// (a test there keeps the two one).
+const StateMaxBytes = 4 << 20
 
 // validStatePath reports whether path is a state file the wrapper made
 // for the session tagged tag: absolute, of plain characters only (it goes
@@ -50,11 +51,11 @@ func validStatePath(path, tag string) bool {
 
 // stateFileScript is the control script's part that reads the state file
 // (when read), as "S" and its bytes in hex on one line, if it is at most
-// stateMaxBytes, and removes it.
+// StateMaxBytes, and removes it.
 func stateFileScript(path string, read bool) string {
 	s := "f=" + path + "; "
 	if read {
-		s += "n=$(wc -c <\"$f\" 2>/dev/null) && [ $n -le " + strconv.Itoa(stateMaxBytes) + " ] && { printf S; od -An -v -tx1 \"$f\" | tr -d \" \\n\"; echo; }; "
+		s += "n=$(wc -c <\"$f\" 2>/dev/null) && [ $n -le " + strconv.Itoa(StateMaxBytes) + " ] && { printf S; od -An -v -tx1 \"$f\" | tr -d \" \\n\"; echo; }; "
 	}
 	return s + "rm -f -- \"$f\"; "
 }
