@@ -126,29 +126,10 @@ func (p *Pool) start(nc *nodeConfig, spec *host.Spec, env []string) (st *host.St
 		}
 	}()
 	tag := newNodeTag()
-	mode, body, stateTag, stateDir := "c", spec.Command, "-", ""
-	if spec.Carry != nil {
-		body, stateTag, stateDir = StatePrologue(tag)+body, tag, spec.Carry.Cwd
+	cmd, unit, stateDir, err := c.commandLine(spec, env, tag)
+	if err != nil {
+		return nil, nil, err
 	}
-	if len(encodeNodeArg(body)) > maxInlineNodeCommand {
-		path, err := c.upload(scriptPrefix + body)
-		if err != nil {
-			return nil, nil, err
-		}
-		mode, body = "f", path
-	}
-	unit := "-"
-	if c.scopeWorks() {
-		unit = "bgexec-" + tag
-	}
-	term := defaultTERM
-	for _, e := range env {
-		if v, ok := strings.CutPrefix(e, "TERM="); ok {
-			term = v
-		}
-	}
-	env = append(env[:len(env):len(env)], nodeTagKey+"="+tag)
-	cmd := nodeCommand(nc.shell, nc.workdir, stateDir, spec.Dir, body, mode, unit, stateTag, env)
 
 	ch, reqs, err := c.client.OpenChannel("session", nil)
 	if err != nil {
@@ -175,7 +156,7 @@ func (p *Pool) start(nc *nodeConfig, spec *host.Spec, env []string) (st *host.St
 			Term                   string
 			Cols, Rows, Width, Hgt uint32
 			Modes                  string
-		}{term, uint32(spec.Cols), uint32(spec.Rows), uint32(spec.Cols) * 8, uint32(spec.Rows) * 16, "\x00"}
+		}{termOf(env), uint32(spec.Cols), uint32(spec.Rows), uint32(spec.Cols) * 8, uint32(spec.Rows) * 16, "\x00"}
 		if ok, err := ch.SendRequest("pty-req", true, ssh.Marshal(&req)); err != nil || !ok {
 			return nil, nil, fmt.Errorf("node %s refused a terminal (pty-req): %v", nc.name, err)
 		}
@@ -216,6 +197,42 @@ func (p *Pool) start(nc *nodeConfig, spec *host.Spec, env []string) (st *host.St
 		}
 	}
 	return st, rp, nil
+}
+
+// commandLine is the exec request's command of the session tagged tag on
+// c's node, with env set there: the wrapper's line (a long command is
+// uploaded first), the transient systemd unit it runs in ("-" for none)
+// and the kept workdir it was given ("" for none).
+func (c *nodeConn) commandLine(spec *host.Spec, env []string, tag string) (cmd, unit, stateDir string, err error) {
+	nc := c.node
+	mode, body, stateTag := "c", spec.Command, "-"
+	if spec.Carry != nil {
+		body, stateTag, stateDir = StatePrologue(tag)+body, tag, spec.Carry.Cwd
+	}
+	if len(encodeNodeArg(body)) > maxInlineNodeCommand {
+		path, err := c.upload(scriptPrefix + body)
+		if err != nil {
+			return "", "", "", err
+		}
+		mode, body = "f", path
+	}
+	unit = "-"
+	if c.scopeWorks() {
+		unit = "bgexec-" + tag
+	}
+	env = append(env[:len(env):len(env)], nodeTagKey+"="+tag)
+	return nodeCommand(nc.shell, nc.workdir, stateDir, spec.Dir, body, mode, unit, stateTag, env), unit, stateDir, nil
+}
+
+// termOf is the terminal type env sets, or defaultTERM.
+func termOf(env []string) string {
+	term := defaultTERM
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "TERM="); ok {
+			term = v
+		}
+	}
+	return term
 }
 
 // startReport is what the wrapper's first line says.
