@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bgexec/bgexec/internal/host/sandbox"
+	sshhost "github.com/bgexec/bgexec/internal/host/ssh"
 )
 
 // Documented defaults and clamps. They are constants, never mutated.
@@ -434,10 +435,10 @@ type settings struct {
 	extraBlocked   []string
 	extraOverrides []string
 	limitSettings
-	notices     bool                   // ExitNoticesInResults
-	maxCallWait time.Duration          // 0 = no cap
-	sandbox     *sandbox.Plan          // nil: commands run on the gateway
-	nodes       map[string]*nodeConfig // validated Nodes; nil without any
+	notices     bool                      // ExitNoticesInResults
+	maxCallWait time.Duration             // 0 = no cap
+	sandbox     *sandbox.Plan             // nil: commands run on the gateway
+	nodes       map[string]sshhost.Config // validated Nodes; nil without any
 	defaultNode string
 	inputWait   time.Duration // InputWaitIdleMs
 	approvalTTL time.Duration // ApprovalTimeout

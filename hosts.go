@@ -16,17 +16,27 @@ import (
 // sandbox with Config.Sandbox, the nodes with host "node". An exec call
 // only picks one of them (pick).
 type hostSet struct {
-	kind    string      // Config.Host as resolved: gateway, sandbox or node
-	gateway host.Host   // this machine
-	sandbox host.Host   // nil without Config.Sandbox
-	nodes   *nodePool   // nil without nodes
-	placer  host.Placer // the sandbox's workdir check; nil without one
+	kind      string      // Config.Host as resolved: gateway, sandbox or node
+	gateway   host.Host   // this machine
+	sandbox   host.Host   // nil without Config.Sandbox
+	nodes     nodeHosts   // nil without nodes
+	nodeNames []string    // the configured nodes, sorted
+	defNode   string      // the default node's name, "" for none
+	placer    host.Placer // the sandbox's workdir check; nil without one
+}
+
+// nodeHosts is the SSH nodes' hosts and connections (internal/host/ssh's
+// pool): a host per configured node, and Close, which ends the
+// connections and so every session on them.
+type nodeHosts interface {
+	Host(name string) host.Host
+	Close()
 }
 
 // newHostSet builds the hosts of r from its resolved configuration.
 func newHostSet(r *Registry) hostSet {
 	gw := &gatewayHost{r: r}
-	hs := hostSet{kind: r.cfg.host, gateway: gw, nodes: r.nodes}
+	hs := hostSet{kind: r.cfg.host, gateway: gw, nodes: r.nodes, nodeNames: nodeNames(r.cfg.nodes), defNode: r.cfg.defaultNode}
 	if p := r.cfg.sandbox; p != nil {
 		sb := &sandboxHost{local: gw, plan: p}
 		hs.sandbox, hs.placer = sb, sb
@@ -45,11 +55,11 @@ type picked struct {
 // unknown node, a node asked for where commands do not run on nodes.
 func (hs *hostSet) pick(req *ExecRequest) (picked, string) {
 	if hs.kind == "node" {
-		nc, msg := hs.nodes.pickNode(req.Node)
+		name, msg := hs.pickNode(req.Node)
 		if msg != "" {
 			return picked{}, msg
 		}
-		return picked{host: &nodeHost{pool: hs.nodes, nc: nc}, node: nc.name}, ""
+		return picked{host: nodeHost{hs.nodes.Host(name)}, node: name}, ""
 	}
 	if n := strings.TrimSpace(req.Node); n != "" {
 		return picked{}, fmt.Sprintf("Node %q given, but commands run on the %s here; node needs host=node (tools.exec.host).", n, hs.kind)
@@ -67,11 +77,11 @@ func (hs *hostSet) nodeName(name string) string {
 	if hs.kind != "node" || hs.nodes == nil {
 		return ""
 	}
-	nc, msg := hs.nodes.pickNode(name)
+	node, msg := hs.pickNode(name)
 	if msg != "" {
 		return ""
 	}
-	return nc.name
+	return node
 }
 
 // gatewayHost runs commands on this machine, in a session cgroup when
@@ -229,53 +239,12 @@ func (s *sandboxHost) Start(_ context.Context, spec *host.Spec) (*host.Started, 
 	return s.local.start(ls, spec, s.plan.ReadOnlyHint(spec.Dir, pl.readOnly))
 }
 
-// nodeHost runs commands on one SSH node.
-type nodeHost struct {
-	pool *nodePool
-	nc   *nodeConfig
-}
-
-func (n *nodeHost) Name() string { return "node" }
+// nodeHost is a node's host (internal/host/ssh) with its errors turned
+// into the public ones (see nodeError).
+type nodeHost struct{ host.Host }
 
 // Start starts spec on the node.
-func (n *nodeHost) Start(_ context.Context, spec *host.Spec) (*host.Started, error) {
-	ns := &spawnSpec{
-		node:      n.nc,
-		command:   spec.Command,
-		nodeDir:   spec.Dir,
-		stdinPipe: spec.StdinPipe,
-		pty:       spec.PTY,
-		cols:      spec.Cols,
-		rows:      spec.Rows,
-	}
-	env := spec.Env
-	ns.nodeEnv = append(append(env.Carried[:len(env.Carried):len(env.Carried)], withoutOverridden(env.Defaults, env.Overrides)...), nodeEnv(env.Overrides, env.Forced)...)
-	if len(env.Added) > 0 {
-		ns.nodeEnv = setEnv(ns.nodeEnv, env.Added)
-	}
-	if spec.Carry != nil {
-		ns.nodeKeep, ns.nodeStateDir = true, spec.Carry.Cwd
-	}
-	sp, err := n.pool.spawnNode(ns)
-	if err != nil {
-		return nil, err
-	}
-	hs := &host.Started{
-		Process:  sp.child,
-		Outputs:  sp.outputs,
-		Stdin:    sp.stdin,
-		TTYName:  sp.ttyName,
-		Cwd:      sp.cwd,
-		Warnings: sp.warnings,
-	}
-	if rp, ok := sp.child.(*remoteProcess); ok && ns.nodeKeep {
-		hs.State = func(keep bool) ([]byte, bool) {
-			if !keep {
-				rp.dropState()
-				return nil, false
-			}
-			return rp.takeState()
-		}
-	}
-	return hs, nil
+func (n nodeHost) Start(ctx context.Context, spec *host.Spec) (*host.Started, error) {
+	st, err := n.Host.Start(ctx, spec)
+	return st, nodeError(err)
 }

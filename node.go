@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bgexec/bgexec/internal/session"
+	sshhost "github.com/bgexec/bgexec/internal/host/ssh"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -71,33 +71,18 @@ const (
 	DefaultNodeDialTimeout = 10 * time.Second
 )
 
-// nodeConfig is a validated node: immutable after NewRegistry, plus the
-// connection slot its pool guards.
-type nodeConfig struct {
-	name        string
-	addr        string
-	user        string
-	signer      ssh.Signer // nil: ask the agent
-	knownHosts  string
-	shell       string
-	workdir     string
-	maxSessions int
-	keepalive   time.Duration // <= 0: none
-	keepCount   int
-	dialTimeout time.Duration
-	procDir     string // where the node's procfs is read; "" means /proc (tests change it)
-}
-
 // resolveNodes validates the configured nodes. It runs for every Config
 // that names nodes, whatever the host, so a mistake shows at once.
-func resolveNodes(c *Config, getenv func(string) string) (map[string]*nodeConfig, string, error) {
+// The nodes are converted here into the configuration of
+// internal/host/ssh, which keeps their connections.
+func resolveNodes(c *Config, getenv func(string) string) (map[string]sshhost.Config, string, error) {
 	if len(c.Nodes) == 0 {
 		if c.DefaultNode != "" {
 			return nil, "", fmt.Errorf("bgexec: Config.DefaultNode %q names no node: Config.Nodes is empty", c.DefaultNode)
 		}
 		return nil, "", nil
 	}
-	nodes := make(map[string]*nodeConfig, len(c.Nodes))
+	nodes := make(map[string]sshhost.Config, len(c.Nodes))
 	for name, n := range c.Nodes {
 		nc, err := resolveNode(name, n, getenv)
 		if err != nil {
@@ -111,81 +96,81 @@ func resolveNodes(c *Config, getenv func(string) string) (map[string]*nodeConfig
 			def = name
 		}
 	}
-	if def != "" && nodes[def] == nil {
+	if _, ok := nodes[def]; def != "" && !ok {
 		return nil, "", fmt.Errorf("bgexec: Config.DefaultNode %q is not one of the configured nodes (%s)", def, strings.Join(nodeNames(nodes), ", "))
 	}
 	return nodes, def, nil
 }
 
-func resolveNode(name string, n Node, getenv func(string) string) (*nodeConfig, error) {
+func resolveNode(name string, n Node, getenv func(string) string) (sshhost.Config, error) {
 	if strings.TrimSpace(name) == "" || strings.ContainsAny(name, " \t\r\n") {
-		return nil, fmt.Errorf("bgexec: node name %q must be non-empty and without spaces", name)
+		return sshhost.Config{}, fmt.Errorf("bgexec: node name %q must be non-empty and without spaces", name)
 	}
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("bgexec: node %q: "+format, append([]any{name}, a...)...)
 	}
-	nc := &nodeConfig{
-		name: name, addr: strings.TrimSpace(n.Addr), user: n.User, knownHosts: n.KnownHostsFile,
-		shell: n.Shell, workdir: n.Workdir,
-		maxSessions: DefaultNodeMaxSessions, keepalive: DefaultNodeKeepalive,
-		keepCount: DefaultNodeKeepaliveCount, dialTimeout: DefaultNodeDialTimeout,
+	nc := sshhost.Config{
+		Name: name, Addr: strings.TrimSpace(n.Addr), User: n.User, KnownHostsFile: n.KnownHostsFile,
+		Shell: n.Shell, Workdir: n.Workdir,
+		MaxSessions: DefaultNodeMaxSessions, KeepaliveInterval: DefaultNodeKeepalive,
+		KeepaliveCountMax: DefaultNodeKeepaliveCount, DialTimeout: DefaultNodeDialTimeout,
 	}
-	if nc.addr == "" {
-		return nil, fail("Addr is empty: give host:port")
+	if nc.Addr == "" {
+		return sshhost.Config{}, fail("Addr is empty: give host:port")
 	}
-	if _, _, err := net.SplitHostPort(nc.addr); err != nil {
-		nc.addr = net.JoinHostPort(strings.Trim(nc.addr, "[]"), "22")
+	if _, _, err := net.SplitHostPort(nc.Addr); err != nil {
+		nc.Addr = net.JoinHostPort(strings.Trim(nc.Addr, "[]"), "22")
 	}
-	if nc.user == "" {
-		return nil, fail("User is empty: give the login name on the node")
+	if nc.User == "" {
+		return sshhost.Config{}, fail("User is empty: give the login name on the node")
 	}
 	if n.KnownHostsFile == "" {
-		return nil, fail("KnownHostsFile is empty: host keys are always verified; give an OpenSSH known_hosts file with the node's key (ssh-keyscan writes one)")
+		return sshhost.Config{}, fail("KnownHostsFile is empty: host keys are always verified; give an OpenSSH known_hosts file with the node's key (ssh-keyscan writes one)")
 	}
 	if _, err := knownhosts.New(n.KnownHostsFile); err != nil {
-		return nil, fail("KnownHostsFile: %w", err)
+		return sshhost.Config{}, fail("KnownHostsFile: %w", err)
 	}
 	if n.KeyFile != "" {
 		pem, err := os.ReadFile(n.KeyFile)
 		if err != nil {
-			return nil, fail("KeyFile: %w", err)
+			return sshhost.Config{}, fail("KeyFile: %w", err)
 		}
-		nc.signer, err = ssh.ParsePrivateKey(pem)
+		nc.Signer, err = ssh.ParsePrivateKey(pem)
 		var missing *ssh.PassphraseMissingError
 		switch {
 		case errors.As(err, &missing):
-			return nil, fail("KeyFile %q is encrypted: load it into ssh-agent and leave KeyFile empty", n.KeyFile)
+			return sshhost.Config{}, fail("KeyFile %q is encrypted: load it into ssh-agent and leave KeyFile empty", n.KeyFile)
 		case err != nil:
-			return nil, fail("KeyFile %q: %w", n.KeyFile, err)
+			return sshhost.Config{}, fail("KeyFile %q: %w", n.KeyFile, err)
 		}
 	} else if getenv("SSH_AUTH_SOCK") == "" {
-		return nil, fail("KeyFile is empty and SSH_AUTH_SOCK is unset: give a key file or run an SSH agent")
+		return sshhost.Config{}, fail("KeyFile is empty and SSH_AUTH_SOCK is unset: give a key file or run an SSH agent")
 	}
 	if n.MaxSessions < 0 {
-		return nil, fail("MaxSessions %d is negative", n.MaxSessions)
+		return sshhost.Config{}, fail("MaxSessions %d is negative", n.MaxSessions)
 	}
 	if n.MaxSessions > 0 {
-		nc.maxSessions = n.MaxSessions
+		nc.MaxSessions = n.MaxSessions
 	}
 	if n.KeepaliveInterval != 0 {
-		nc.keepalive = n.KeepaliveInterval
+		nc.KeepaliveInterval = n.KeepaliveInterval
 	}
 	if n.KeepaliveCountMax < 0 {
-		return nil, fail("KeepaliveCountMax %d is negative", n.KeepaliveCountMax)
+		return sshhost.Config{}, fail("KeepaliveCountMax %d is negative", n.KeepaliveCountMax)
 	}
 	if n.KeepaliveCountMax > 0 {
-		nc.keepCount = n.KeepaliveCountMax
+		nc.KeepaliveCountMax = n.KeepaliveCountMax
 	}
 	if n.DialTimeout < 0 {
-		return nil, fail("DialTimeout %s is negative", n.DialTimeout)
+		return sshhost.Config{}, fail("DialTimeout %s is negative", n.DialTimeout)
 	}
 	if n.DialTimeout > 0 {
-		nc.dialTimeout = n.DialTimeout
+		nc.DialTimeout = n.DialTimeout
 	}
 	return nc, nil
 }
 
-func nodeNames(nodes map[string]*nodeConfig) []string {
+func nodeNames(nodes map[string]sshhost.Config) []string {
 	names := make([]string, 0, len(nodes))
 	for name := range nodes {
 		names = append(names, name)
@@ -194,22 +179,22 @@ func nodeNames(nodes map[string]*nodeConfig) []string {
 	return names
 }
 
-// pickNode chooses the node of one exec call. A non-empty text is the
-// failure to return: no node given and no default, or an unknown name.
-func (p *nodePool) pickNode(name string) (*nodeConfig, string) {
+// pickNode chooses the node of one exec call and returns its name. A
+// non-empty text is the failure to return: no node given and no default,
+// or an unknown name.
+func (hs *hostSet) pickNode(name string) (string, string) {
 	name = strings.TrimSpace(name)
-	names := strings.Join(nodeNames(p.nodes), ", ")
+	names := strings.Join(hs.nodeNames, ", ")
 	if name == "" {
-		name = p.def
+		name = hs.defNode
 		if name == "" {
-			return nil, "No node given and no default node is configured: pass node as one of " + names + "."
+			return "", "No node given and no default node is configured: pass node as one of " + names + "."
 		}
 	}
-	nc := p.nodes[name]
-	if nc == nil {
-		return nil, fmt.Sprintf("Unknown node %q: the configured nodes are %s.", name, names)
+	if !slices.Contains(hs.nodeNames, name) {
+		return "", fmt.Sprintf("Unknown node %q: the configured nodes are %s.", name, names)
 	}
-	return nc, ""
+	return name, ""
 }
 
 // NodeError is a connection to a node that failed: the host key did not
@@ -234,22 +219,15 @@ func (e *NodeError) Error() string { return e.Text }
 // Unwrap returns the underlying error.
 func (e *NodeError) Unwrap() error { return e.Err }
 
-// lostError is the end of a session whose connection dropped: the engine
-// reports it as exitReason "lost" with this text.
-type lostError struct{ text string }
-
-func (e *lostError) Error() string { return e.text }
-
-func (e *lostError) Is(target error) bool { return target == session.ErrLost }
-
-// nodeEnv is the environment set on the node: the per-call overrides
-// (already vetted), sorted, then the markers, which win. The local
-// environment is not sent: the node has its own.
-func nodeEnv(overrides map[string]string, markers []string) []string {
-	env := make([]string, 0, len(overrides)+len(markers))
-	for k, v := range overrides {
-		env = append(env, k+"="+v)
+// nodeError turns what a node host returns into the public types: a
+// connection that failed is a *NodeError, a closed pool [ErrClosed].
+func nodeError(err error) error {
+	var e *sshhost.Error
+	switch {
+	case errors.As(err, &e):
+		return &NodeError{Node: e.Node, Text: e.Text, Err: e.Err}
+	case errors.Is(err, sshhost.ErrClosed):
+		return ErrClosed
 	}
-	slices.Sort(env)
-	return append(env, markers...)
+	return err
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	sshhost "github.com/bgexec/bgexec/internal/host/ssh"
 )
 
 // BenchmarkNodeExec measures a foreground `true` on a node (the test's
@@ -36,13 +38,13 @@ func BenchmarkNodeExec(b *testing.B) {
 		}
 	})
 	b.Run("baseline ssh session", func(b *testing.B) {
-		c, err := reg.nodes.conn(reg.nodes.nodes["n1"])
+		c, err := reg.nodes.(*sshhost.Pool).Client("n1")
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			s, err := c.client.NewSession()
+			s, err := c.NewSession()
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	sshhost "github.com/bgexec/bgexec/internal/host/ssh"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -61,24 +62,24 @@ func TestNodeResources(t *testing.T) {
 	assert.Equal(t, []Listener{{Port: port, Address: "127.0.0.1"}}, pr.Ports)
 	assert.GreaterOrEqual(t, pr.MemoryBytes, int64(96<<20))
 
-	// A view younger than resourceTTL is reused: no round trip. Whether
+	// A view younger than sshhost.ResourceTTL is reused: no round trip. Whether
 	// the second read came within the TTL is known only afterwards, so it
 	// is tried until it did (a loaded machine may stall between reads).
-	rp := sessionOf(reg, id).Process().(*remoteProcess)
+	rp := sessionOf(reg, id).Process()
 	checked := false
 	for deadline := time.Now().Add(30 * time.Second); !checked && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		_, at1 := rp.conn.resourcesOf(rp, false)
-		_, at2 := rp.conn.resourcesOf(rp, false)
-		if time.Since(at1) < resourceTTL {
+		_, at1, _ := sshhost.ResourceView(rp, false)
+		_, at2, _ := sshhost.ResourceView(rp, false)
+		if time.Since(at1) < sshhost.ResourceTTL {
 			assert.Equal(t, at1, at2, "a read within the TTL is the cached one")
 			checked = true
 		}
 	}
-	require.True(t, checked, "no two reads came within %s", resourceTTL)
+	require.True(t, checked, "no two reads came within %s", sshhost.ResourceTTL)
 	renewed := false
 	for deadline := time.Now().Add(30 * time.Second); !renewed && time.Now().Before(deadline); {
-		_, at1 := rp.conn.resourcesOf(rp, false)
-		_, at2 := rp.conn.resourcesOf(rp, true) // waits at most resourceWait
+		_, at1, _ := sshhost.ResourceView(rp, false)
+		_, at2, _ := sshhost.ResourceView(rp, true) // waits at most resourceWait
 		renewed = at2.After(at1)
 	}
 	assert.True(t, renewed, "a fresh read (kill's) reads anew")
@@ -101,7 +102,7 @@ func TestNodeResourcesUnreadable(t *testing.T) {
 	t.Parallel()
 	d := startSSHD(t)
 	reg := nodeRegistry(t, d, Config{}, nil)
-	reg.nodes.nodes["n1"].procDir = t.TempDir() // no procfs there
+	reg.nodes.(*sshhost.Pool).SetProcRoot("n1", t.TempDir()) // no procfs there
 	sc := reg.Scope("agent:node")
 	id := startBackground(t, sc, &ExecRequest{Command: "echo ready; sleep 300"})
 	waitFor(t, sc, id, "^ready$")

@@ -48,19 +48,3 @@ func withDefaults(environ, defaults []string) []string {
 	}
 	return append(out, defaults...)
 }
-
-// withoutOverridden returns defaults minus the keys a per-call env sets.
-func withoutOverridden(defaults []string, env map[string]string) []string {
-	out := make([]string, 0, len(defaults))
-	for _, d := range defaults {
-		if k, _, _ := strings.Cut(d, "="); !hasKey(env, k) {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-func hasKey(env map[string]string, key string) bool {
-	_, ok := env[key]
-	return ok
-}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/envpolicy"
 	"github.com/bgexec/bgexec/internal/host/sandbox"
+	sshhost "github.com/bgexec/bgexec/internal/host/ssh"
 	"github.com/bgexec/bgexec/internal/session"
 )
 
@@ -41,7 +43,7 @@ type Registry struct {
 	quota       quotas
 	limits      *contain.Limiter
 	containment ContainmentReport
-	nodes       *nodePool // the SSH connections to Config.Nodes; nil without nodes
+	nodes       nodeHosts // the SSH connections to Config.Nodes; nil without nodes
 	hosts       hostSet   // where commands run, chosen here once
 
 	// goroutines counts every goroutine the registry started but the
@@ -161,7 +163,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	r.approvals.rules = rules
 	lim.SetKick(func() { kick(r.sweepKick) })
 	if len(st.nodes) > 0 {
-		r.nodes = newNodePool(st.nodes, st.defaultNode, os.Getenv, &r.goroutines)
+		r.nodes = sshhost.NewPool(slices.Collect(maps.Values(st.nodes)), os.Getenv, &r.goroutines)
 	}
 	r.hosts = newHostSet(r)
 	r.goroutines.Add(2)
@@ -252,7 +254,7 @@ func (r *Registry) Close(ctx context.Context) error {
 		err = ctx.Err()
 		if r.nodes != nil {
 			// A hung node must not hold Close: its sessions end as lost.
-			r.nodes.close()
+			r.nodes.Close()
 		}
 		for _, s := range running[i:] {
 			s.ForceKill(session.ReasonKilled)
@@ -263,7 +265,7 @@ func (r *Registry) Close(ctx context.Context) error {
 		break
 	}
 	if r.nodes != nil {
-		r.nodes.close() // every remote session has ended: its connections go
+		r.nodes.Close() // every remote session has ended: its connections go
 	}
 	// Only now stop the spawner: its thread's exit sends Pdeathsig
 	// (SIGKILL) to every child it forked, which would cut the grace period.

@@ -2,10 +2,7 @@ package bgexec
 
 import (
 	"bytes"
-	"encoding/hex"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/bgexec/bgexec/internal/allowlist"
 )
@@ -13,61 +10,15 @@ import (
 // Shell state on nodes (Config.KeepShellState with Host "node").
 //
 // The state is kept per scope and per node: what an exec on node A left
-// applies to the scope's next exec on A, never to one on node B. It is
-// captured as on this machine, without touching the output: the wrapper
-// (nodeWrapper) opens a private temporary file on the node as the
-// shell's fd 4 and writes the environment the shell starts with there;
-// the EXIT trap of nodeStatePrologue appends the final working directory
-// and environment. When the session ends, Release reads the file over
-// the control shell (hex, through od) and removes it, in the round trip
-// of its alive check. The node's environment is its own (the login's), so
-// a node's state is not a whole environment but what the commands
-// changed: the variables they set and those they unset, applied by the
-// wrapper before the call's own env.
-
-// nodeStatePrologue is statePrologue for a node: the trap writes only
-// when fd 4 is still the state file the wrapper made for this session.
-func nodeStatePrologue(tag string) string {
-	return strings.Replace(statePrologue, "/memfd:bgexec-state*", "*/bgexec-state-"+tag+".*", 1)
-}
-
-// validStatePath reports whether path is a state file the wrapper made
-// for the session tagged tag: absolute, of plain characters only (it goes
-// into a control script), named after the tag.
-func validStatePath(path, tag string) bool {
-	if !strings.HasPrefix(path, "/") || !strings.Contains(path, "/bgexec-state-"+tag+".") {
-		return false
-	}
-	for i := 0; i < len(path); i++ {
-		c := path[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/._-", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// stateFileScript is the control script's part that reads the state file
-// (when read), as "S" and its bytes in hex on one line, if it is at most
-// stateMaxBytes, and removes it.
-func stateFileScript(path string, read bool) string {
-	s := "f=" + path + "; "
-	if read {
-		s += "n=$(wc -c <\"$f\" 2>/dev/null) && [ $n -le " + strconv.Itoa(stateMaxBytes) + " ] && { printf S; od -An -v -tx1 \"$f\" | tr -d \" \\n\"; echo; }; "
-	}
-	return s + "rm -f -- \"$f\"; "
-}
-
-// parseStateDump decodes stateFileScript's output.
-func parseStateDump(lines []string) ([]byte, bool) {
-	for _, l := range lines {
-		if h, ok := strings.CutPrefix(l, "S"); ok {
-			data, err := hex.DecodeString(strings.TrimSpace(h))
-			return data, err == nil
-		}
-	}
-	return nil, false
-}
+// applies to the scope's next exec on A, never to one on node B. The node
+// host (internal/host/ssh) captures it as on this machine, without
+// touching the output, in a state file on the node that it reads back
+// when the session ends (host.Started.State). The node's environment is
+// its own (the login's), so a node's state is not a whole environment but
+// what the commands changed: the variables they set and those they unset,
+// which the node host applies before the call's own env (host.Env's
+// Carried). What carries is decided here, by this machine's environment
+// rules (carryNode).
 
 // parseNodeState splits a node's state file into the environment the
 // shell started with and what its EXIT trap left.

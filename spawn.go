@@ -30,18 +30,6 @@ type spawnSpec struct {
 	sandbox         *sandbox.Plan
 	sandboxDir      string
 	sandboxReadOnly bool
-
-	// On a node (host "node"): the command, its workdir as requested and
-	// the environment entries to set there; path, args, dir and env are
-	// this machine's and unused.
-	node    *nodeConfig
-	command string
-	nodeDir string
-	nodeEnv []string
-	// With Config.KeepShellState on a node: nodeKeep captures the state
-	// (shellstate_node.go), nodeStateDir is the kept working directory.
-	nodeKeep     bool
-	nodeStateDir string
 }
 
 // spawned is a started command and the descriptors the session owns.
@@ -50,9 +38,6 @@ type spawned struct {
 	outputs []io.Reader // stdout, stderr; or the PTY master alone (*os.File for real children)
 	stdin   io.Writer   // nil when the child reads EOF; the PTY master in PTY mode
 	ttyName string      // the PTY slave's path, "" for pipes
-
-	cwd      string   // where the command runs, when the spawn learned it (nodes)
-	warnings []string // warning lines from the spawn (a node's workdir fallback)
 }
 
 // maxArgCommand is the longest command passed to the shell as its -c

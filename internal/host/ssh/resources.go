@@ -1,6 +1,4 @@
-//go:build linux
-
-package bgexec
+package sshhost
 
 import (
 	"cmp"
@@ -15,7 +13,7 @@ import (
 
 // Resources of node sessions: read on the node, over the connection's
 // control shell, by one script for every session of the connection at
-// once, at most once per resourceTTL, on a goroutine of its own: polls
+// once, at most once per ResourceTTL, on a goroutine of its own: polls
 // and lists get the last view at once (see resourcesOf); kill waits for
 // a fresh one, at most resourceWait. A
 // session's processes are those of its process group and those that
@@ -25,6 +23,11 @@ import (
 // of its processes; Ports, the TCP sockets they listen on, from the
 // node's /proc/net/tcp and tcp6. A node whose /proc cannot be read
 // reports no resources (nil), and nothing fails.
+
+// ResourceTTL is how long a resource view of a node's sessions is reused:
+// polls and lists within it cost no round trip.
+const ResourceTTL = 250 * time.Millisecond
+
 
 // nodeProcRoot is where a node's procfs is mounted.
 const nodeProcRoot = "/proc"
@@ -166,7 +169,7 @@ func parseNodeResources(lines []string, groups []int) (map[int]*host.Usage, bool
 const resourceWait = time.Second
 
 // resourcesOf returns p's resources and when they were read. A view
-// younger than resourceTTL is returned as it is (unless fresh); an older
+// younger than ResourceTTL is returned as it is (unless fresh); an older
 // one starts a read of every session on the connection, on a goroutine
 // of its own, and is returned at once while the read goes on, so the
 // call costs no round trip. Only a call with no view of p yet, or a
@@ -267,20 +270,20 @@ func (c *nodeConn) readResources(done chan struct{}) {
 	}
 	c.mu.Unlock()
 	c.resMu.Lock()
-	// The next read comes resourceTTL after this one ended, or later
+	// The next read comes ResourceTTL after this one ended, or later
 	// when reads take longer, so they never fill the control shell,
 	// which kills and checks share.
 	now := time.Now()
 	c.resViews, c.resAt, c.resBegan, c.resRead = views, now, began, nil
-	c.resNext = now.Add(max(resourceTTL, now.Sub(began)))
+	c.resNext = now.Add(max(ResourceTTL, now.Sub(began)))
 	c.resMu.Unlock()
 	close(done)
 }
 
 // procRoot is where the node's procfs is read.
 func (nc *nodeConfig) procRoot() string {
-	if nc.procDir != "" {
-		return nc.procDir
+	if d := nc.procDir.Load(); d != nil {
+		return *d
 	}
 	return nodeProcRoot
 }
@@ -305,4 +308,17 @@ func (p *remoteProcess) Usage(_ *host.Scan, fresh bool, note func([]string)) *ho
 	r := *view
 	r.Ports = slices.Clone(r.Ports)
 	return &r
+}
+
+// portNames returns ":3000"-style names of the distinct ports of a sorted
+// list, in order.
+func portNames(ports []host.Listener) []string {
+	var out []string
+	for i, l := range ports {
+		if i > 0 && ports[i-1].Port == l.Port {
+			continue
+		}
+		out = append(out, ":"+strconv.Itoa(l.Port))
+	}
+	return out
 }
