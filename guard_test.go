@@ -5,7 +5,6 @@ package bgexec
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,49 +13,20 @@ import (
 	"time"
 
 	"github.com/bgexec/bgexec/internal/contain"
+	"github.com/bgexec/bgexec/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// startSleeper starts a sleep in a process group of its own, as cred when
-// it is not nil, and kills it at the end of the test.
+// startSleeper starts a sleep in a process group of its own (see
+// proctest.StartSleeper).
 func startSleeper(t *testing.T, cred *syscall.Credential) int {
-	t.Helper()
-	cmd := exec.Command("/bin/sleep", "300")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd.Process.Pid
+	return proctest.StartSleeper(t, cred)
 }
 
-// untouched reports whether pid still runs and no SIGKILL is pending for
-// it: a SIGKILL sent before this call shows in one of the two, even if the
-// process has not died of it yet.
-func untouched(t *testing.T, pid int) bool {
-	t.Helper()
-	exited, err := waitPidExit(pid, 0)
-	require.NoError(t, err)
-	if exited {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "SigPnd" && k != "ShdPnd") {
-			continue
-		}
-		mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-		require.NoError(t, err, line)
-		if mask&(1<<(syscall.SIGKILL-1)) != 0 {
-			return false
-		}
-	}
-	return true
-}
+// untouched reports whether pid still runs with no SIGKILL pending (see
+// proctest.Untouched).
+func untouched(t *testing.T, pid int) bool { return proctest.Untouched(t, pid) }
 
 // awaitIgnored waits, with a deadline, until pid ignores sig. The
 // watchdog's first command makes it ignore SIGTERM: from then on its shell

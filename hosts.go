@@ -142,7 +142,7 @@ func (g *gatewayHost) localSpec(spec *host.Spec) (*spawnSpec, error) {
 	// inherited values (a per-call value is refused).
 	ls.env = g.r.env.Merge(inherited, spec.Env.Overrides, append([]string{"PAGER=cat", "GIT_PAGER=cat"}, spec.Env.Forced...)...)
 	if len(spec.Env.Added) > 0 {
-		ls.env = setEnv(ls.env, spec.Env.Added)
+		ls.env = host.SetEnv(ls.env, spec.Env.Added)
 	}
 	return ls, nil
 }
@@ -153,7 +153,7 @@ func (g *gatewayHost) start(ls *spawnSpec, spec *host.Spec, hint string) (*host.
 	sp, err := g.r.spawn(ls)
 	var warnings []string
 	if err != nil && ls.pty {
-		warnings = append(warnings, fmt.Sprintf("Warning: PTY spawn failed (%v); retrying without PTY for `%s`.", err, middleTruncate(spec.Command, 200)))
+		warnings = append(warnings, fmt.Sprintf("Warning: PTY spawn failed (%v); retrying without PTY for `%s`.", err, host.MiddleTruncate(spec.Command, 200)))
 		ls.pty, ls.stdinPipe = false, true
 		spec.PTY, spec.StdinPipe = false, true
 		sp, err = g.r.spawn(ls)

@@ -5,7 +5,6 @@ package bgexec
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/proctest"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -282,31 +282,12 @@ func waitExit(t *testing.T, sc *Scope, id string) *Result {
 	return res
 }
 
-// pidGone waits, with a deadline, until pid has exited: a pidfd becomes
-// readable when the process ends, for any process, not only our children.
-func pidGone(t *testing.T, pid int) bool {
-	t.Helper()
-	exited, err := waitPidExit(pid, 10*time.Second)
-	return exited || errors.Is(err, unix.ESRCH)
-}
+// pidGone waits, with a deadline, until pid has exited (see
+// proctest.PidGone).
+func pidGone(t *testing.T, pid int) bool { return proctest.PidGone(t, pid) }
 
-// waitPidExit waits up to d on a pidfd of its own for pid to exit. It
-// returns an ESRCH error when pid was already gone before it could look.
-func waitPidExit(pid int, d time.Duration) (bool, error) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return false, err
-	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, int(d.Milliseconds()))
-		if err == unix.EINTR {
-			continue
-		}
-		return err == nil && n > 0, err
-	}
-}
+// waitPidExit waits up to d for pid to exit (see proctest.WaitPidExit).
+func waitPidExit(pid int, d time.Duration) (bool, error) { return proctest.WaitPidExit(pid, d) }
 
 // children lists the live child processes of this test process.
 func children(t *testing.T) []int {

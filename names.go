@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/bgexec/bgexec/internal/host"
 )
 
 // splitCommand splits a command line on whitespace, keeping single- or
@@ -72,19 +74,7 @@ func deriveName(cmd string) string {
 			break
 		}
 	}
-	return toks[0] + " " + middleTruncate(target, maxNameTarget)
-}
-
-// middleTruncate shortens s when it is longer than n characters to
-// "abc...xyz" with (n-3)/2 characters, rounded down, on each side: 47
-// characters in all for n = 48, as the reference does.
-func middleTruncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	side := (n - 3) / 2
-	return string(r[:side]) + "..." + string(r[len(r)-side:])
+	return toks[0] + " " + host.MiddleTruncate(target, maxNameTarget)
 }
 
 // compactDuration formats d as 850ms, 45s, 2m5s, 1h30m or 2d3h.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/host"
 	sshhost "github.com/bgexec/bgexec/internal/host/ssh"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -304,7 +305,7 @@ func TestNodeLimitsAndLongCommands(t *testing.T) {
 		for _, size := range []int{40 << 10, 10 << 20} {
 			filler := strings.Repeat("x", size) + `'\"$`
 			res := mustExec(t, sc, &ExecRequest{Command: "v='" + strings.ReplaceAll(filler, "'", `'\''`) + "'; echo ${#v}; echo \"$0\""})
-			require.Equal(t, StatusCompleted, res.Details.Status, middleTruncate(res.Text(), 400))
+			require.Equal(t, StatusCompleted, res.Details.Status, host.MiddleTruncate(res.Text(), 400))
 			lines := strings.Split(res.Text(), "\n")
 			assert.Equal(t, strconv.Itoa(len(filler)), lines[0])
 		}

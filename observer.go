@@ -594,18 +594,6 @@ func (r *Registry) allowedEnv(entries []string) []string {
 	return out
 }
 
-// setEnv sets each "KEY=VALUE" of extra in env, replacing earlier values.
-func setEnv(env, extra []string) []string {
-	out := make([]string, 0, len(env)+len(extra))
-	for _, e := range env {
-		k, _, _ := strings.Cut(e, "=")
-		if !slices.ContainsFunc(extra, func(x string) bool { return strings.HasPrefix(x, k+"=") }) {
-			out = append(out, e)
-		}
-	}
-	return append(out, extra...)
-}
-
 // reserveID picks a fresh session id that add will use, so the spawn event
 // can name it before the process starts.
 func (r *Registry) reserveID() string {

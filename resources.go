@@ -91,19 +91,6 @@ func (r *Resources) portNames() []string {
 	return slices.Compact(names)
 }
 
-// portNames returns ":3000"-style names of the distinct ports of a sorted
-// list, in order.
-func portNames(ports []host.Listener) []string {
-	var out []string
-	for i, l := range ports {
-		if i > 0 && ports[i-1].Port == l.Port {
-			continue
-		}
-		out = append(out, fmt.Sprintf(":%d", l.Port))
-	}
-	return out
-}
-
 // listSuffix is what a list line shows of the resources:
 // "  [:3000, 412 MiB]", or "" when there is nothing to show.
 func (r *Resources) listSuffix() string {

@@ -39,7 +39,7 @@ func (c *osChild) Usage(scan *host.Scan, fresh bool, note func([]string)) *host.
 		rc.view, rc.known = contain.ReadUsage(scan, c.leader, c.cg, rc.known)
 		rc.at = time.Now()
 		if note != nil {
-			note(portNames(rc.view.Ports))
+			note(host.PortNames(rc.view.Ports))
 		}
 	}
 	r := *rc.view

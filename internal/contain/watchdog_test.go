@@ -3,9 +3,7 @@
 package contain
 
 import (
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 // The watchdog acts only on well-formed lines from its lifeline: each
@@ -26,15 +24,15 @@ func TestWatchdogRefusesMalformedOrders(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to run the watchdog as a spare uid")
 	}
-	uid := spareUID(t)
+	uid := proctest.SpareUID(t)
 	cred := &syscall.Credential{Uid: uid, Gid: uid}
 	dir := t.TempDir()
 	// The watchdog's uid must be able to create the marker if it ran the command.
 	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o777))
 	require.NoError(t, os.Chmod(dir, 0o777))
 	marker := filepath.Join(dir, "injected")
-	sibling := startSleeper(t, cred) // killable by the watchdog, never listed
-	victim := startSleeper(t, cred)  // listed properly
+	sibling := proctest.StartSleeper(t, cred) // killable by the watchdog, never listed
+	victim := proctest.StartSleeper(t, cred)  // listed properly
 	sib, vic := strconv.Itoa(sibling), strconv.Itoa(victim)
 	// A variable in the host's environment must not list a group either.
 	t.Setenv("g_"+sib, "1")
@@ -75,8 +73,8 @@ func TestWatchdogRefusesMalformedOrders(t *testing.T) {
 		t.Fatal("the watchdog did not exit at the end of its lifeline")
 	}
 	assert.NoFileExists(t, marker, "no injected command ran")
-	assert.True(t, untouched(t, sibling), "no malformed line made the watchdog kill a process it was not given")
-	assert.True(t, pidGone(t, victim), "the well-formed line was obeyed")
+	assert.True(t, proctest.Untouched(t, sibling), "no malformed line made the watchdog kill a process it was not given")
+	assert.True(t, proctest.PidGone(t, victim), "the well-formed line was obeyed")
 }
 
 // The watchdog freezes the registry's cgroup before its namespace scan,
@@ -125,100 +123,4 @@ func TestWatchdogFreezesBeforeItScans(t *testing.T) {
 	require.NoError(t, err, "the watchdog scanned the namespaces")
 	assert.Equal(t, "scan freeze=1 kill=\nend kill=1\n", string(got), "frozen before the one look, killed after it")
 	assert.NoDirExists(t, cg, "the watchdog removed the cgroup")
-}
-
-// startSleeper starts a sleep in a process group of its own, as cred when
-// it is not nil, and kills it at the end of the test.
-func startSleeper(t *testing.T, cred *syscall.Credential) int {
-	t.Helper()
-	cmd := exec.Command("/bin/sleep", "300")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd.Process.Pid
-}
-
-// untouched reports whether pid still runs and no SIGKILL is pending for
-// it: a SIGKILL sent before this call shows in one of the two, even if the
-// process has not died of it yet.
-func untouched(t *testing.T, pid int) bool {
-	t.Helper()
-	exited, err := waitPidExit(pid, 0)
-	require.NoError(t, err)
-	if exited {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "SigPnd" && k != "ShdPnd") {
-			continue
-		}
-		mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-		require.NoError(t, err, line)
-		if mask&(1<<(syscall.SIGKILL-1)) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// spareUID returns a uid no process on this machine runs as.
-func spareUID(t *testing.T) uint32 {
-	t.Helper()
-	used := map[uint32]bool{}
-	ents, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	for _, e := range ents {
-		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
-				for _, f := range strings.Fields(v) {
-					if n, err := strconv.ParseUint(f, 10, 32); err == nil {
-						used[uint32(n)] = true
-					}
-				}
-			}
-		}
-	}
-	for uid := uint32(60000); uid < 61000; uid++ {
-		if !used[uid] {
-			return uid
-		}
-	}
-	t.Skip("no spare uid in 60000-60999")
-	return 0
-}
-
-// pidGone waits, with a deadline, until pid has exited: a pidfd becomes
-// readable when the process ends, for any process, not only our children.
-func pidGone(t *testing.T, pid int) bool {
-	t.Helper()
-	exited, err := waitPidExit(pid, 10*time.Second)
-	return exited || errors.Is(err, unix.ESRCH)
-}
-
-// waitPidExit waits up to d on a pidfd of its own for pid to exit. It
-// returns an ESRCH error when pid was already gone before it could look.
-func waitPidExit(pid int, d time.Duration) (bool, error) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return false, err
-	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, int(d.Milliseconds()))
-		if err == unix.EINTR {
-			continue
-		}
-		return err == nil && n > 0, err
-	}
 }

@@ -28,7 +28,6 @@ import (
 // polls and lists within it cost no round trip.
 const ResourceTTL = 250 * time.Millisecond
 
-
 // nodeProcRoot is where a node's procfs is mounted.
 const nodeProcRoot = "/proc"
 
@@ -301,24 +300,11 @@ func (p *remoteProcess) Usage(_ *host.Scan, fresh bool, note func([]string)) *ho
 	if at.After(p.resNoted) {
 		p.resNoted = at
 		if note != nil {
-			note(portNames(view.Ports))
+			note(host.PortNames(view.Ports))
 		}
 	}
 	p.resMu.Unlock()
 	r := *view
 	r.Ports = slices.Clone(r.Ports)
 	return &r
-}
-
-// portNames returns ":3000"-style names of the distinct ports of a sorted
-// list, in order.
-func portNames(ports []host.Listener) []string {
-	var out []string
-	for i, l := range ports {
-		if i > 0 && ports[i-1].Port == l.Port {
-			continue
-		}
-		out = append(out, ":"+strconv.Itoa(l.Port))
-	}
-	return out
 }

@@ -67,7 +67,7 @@ func TestNodeResourceScript(t *testing.T) {
 	require.True(t, ok, string(out))
 	s := got[leader.Process.Pid]
 	require.NotNil(t, s)
-	assert.Equal(t, 2, s.Tasks, "the leader and the tagged escaper")
+	assert.Equal(t, 2, s.Tasks, "the leader and the tagged escaper; the script said:\n%s", out)
 	assert.Equal(t, []host.Listener{{Port: port, Address: "127.0.0.1"}}, s.Ports)
 	assert.Positive(t, s.MemoryBytes)
 	o := got[stranger.Process.Pid]
@@ -106,7 +106,7 @@ func TestParseNodeResources(t *testing.T) {
 		Ports: []host.Listener{{Port: 80, Address: "0.0.0.0"}, {Port: 3000, Address: "127.0.0.1"}},
 	}, got[10])
 	assert.Equal(t, &host.Usage{CPUMs: 70, MemoryBytes: 4096, Tasks: 1, Ports: []host.Listener{}}, got[20])
-	assert.Equal(t, []string{":80", ":3000"}, portNames(got[10].Ports))
+	assert.Equal(t, []string{":80", ":3000"}, host.PortNames(got[10].Ports))
 
 	_, ok = parseNodeResources([]string{"login noise"}, []int{10})
 	assert.False(t, ok, "no header: nothing usable")

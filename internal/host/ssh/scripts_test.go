@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 // The kill after a lost connection must never reach a process that only
@@ -80,7 +80,7 @@ func TestNodeSignalsSpareAGroupThatReusedTheID(t *testing.T) {
 	g, member = orphanGroup(append(os.Environ(), nodeTagKey+"="+tag))
 	assert.Equal(t, 0, shExitCode(t, aliveScript(g, tag, "")), "the session's member is found without its leader")
 	assert.Equal(t, 0, shExitCode(t, signalScript("KILL", g, tag, "")))
-	assert.True(t, pidGone(t, member), "the session's own member is killed")
+	assert.True(t, proctest.PidGone(t, member), "the session's own member is killed")
 }
 
 // shExitCode runs script with /bin/sh on this machine (the test node) and
@@ -94,31 +94,4 @@ func shExitCode(t *testing.T, script string) int {
 	}
 	require.NoError(t, err)
 	return 0
-}
-
-// pidGone reports whether pid exits within 10 seconds (or was gone).
-func pidGone(t *testing.T, pid int) bool {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return true
-	}
-	require.NoError(t, err)
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return false
-		}
-		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		require.NoError(t, err)
-		if n > 0 {
-			return true
-		}
-	}
 }

@@ -55,7 +55,7 @@ func (h *Host) Start(_ context.Context, spec *host.Spec) (*host.Started, error) 
 func nodeEnv(env host.Env) []string {
 	out := append(append(env.Carried[:len(env.Carried):len(env.Carried)], withoutOverridden(env.Defaults, env.Overrides)...), overrideEnv(env.Overrides, env.Forced)...)
 	if len(env.Added) > 0 {
-		out = setEnv(out, env.Added)
+		out = host.SetEnv(out, env.Added)
 	}
 	return out
 }
@@ -83,32 +83,9 @@ func withoutOverridden(defaults []string, overrides map[string]string) []string 
 	return out
 }
 
-// setEnv sets each "KEY=VALUE" of extra in env, replacing earlier values.
-func setEnv(env, extra []string) []string {
-	out := make([]string, 0, len(env)+len(extra))
-	for _, e := range env {
-		k, _, _ := strings.Cut(e, "=")
-		if !slices.ContainsFunc(extra, func(x string) bool { return strings.HasPrefix(x, k+"=") }) {
-			out = append(out, e)
-		}
-	}
-	return append(out, extra...)
-}
-
 // defaultTERM is the terminal type asked of the node when the
 // environment names none (package bgexec forces its DefaultTERM).
 const defaultTERM = "xterm-256color"
-
-// middleTruncate shortens s when it is longer than n characters to
-// "abc...xyz" with (n-3)/2 characters on each side.
-func middleTruncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	side := (n - 3) / 2
-	return string(r[:side]) + "..." + string(r[len(r)-side:])
-}
 
 // start starts spec on node nc with env set there. On error nothing runs
 // there and every channel is closed.
@@ -277,7 +254,7 @@ func readReport(nc *nodeConfig, ch ssh.Channel, stream io.Reader) (rep startRepo
 	}
 	if !strings.HasPrefix(line, nodeHeader) {
 		said := strings.TrimSpace(pre.String() + line)
-		return rep, nil, fmt.Errorf("node %s did not start the command: %q", nc.name, middleTruncate(said, 300))
+		return rep, nil, fmt.Errorf("node %s did not start the command: %q", nc.name, host.MiddleTruncate(said, 300))
 	}
 	f := strings.SplitN(strings.TrimPrefix(line, nodeHeader), " ", 5)
 	if len(f) != 5 {
