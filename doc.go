@@ -12,9 +12,10 @@
 //
 // # Life of a session
 //
-// Build one [Registry] per process with [NewRegistry] (a zero [Config]
-// means the documented defaults), get a [Scope] per agent, and call
-// [Scope.Exec], [Scope.Process] or [Scope.Call]. Exec runs
+// Build a [Registry] with [NewRegistry] (a zero [Config] means the
+// documented defaults), take a [Scope] per agent with [Registry.Scope],
+// and call [Scope.Exec], [Scope.Process] or [Scope.Call]
+// ([Registry.ToolDefinitions] has the tools' schemas). Exec runs
 // [shell, "-c", command] (the shell is Config.Shell, else $SHELL, else
 // sh; bash when $SHELL is fish) in its own process group (a new session
 // with a controlling terminal under pty:true) and waits: if the command
@@ -42,17 +43,16 @@
 // first. The timeout (timeoutSeconds, 30 min default; timeout is its older
 // name) applies in the foreground and in the background; a timed-out
 // command may have done part of its work, and its texts say so. exec's
-// optional title (at most 120 characters) comes back as details.title;
-// details.followUp lists the process actions that apply.
+// optional title (at most 120 characters) comes back in exec and poll
+// details and list entries.
 //
-// Processes the shell leaves running (`npm run dev &`, a daemon) are kept:
-// exec returns at once with the shell's exit code and a line naming them,
-// and the session runs on until the last of them ends (with
-// Config.BackgroundDisabled they end with the shell, and the result says
-// so). The request context bounds the call, never a backgrounded process:
-// cancelling it before the run was backgrounded kills the run. A command
-// of any length runs. docs/sessions.md in the repository says how
-// leftovers are tracked and long commands passed.
+// Processes the shell leaves running (`npm run dev &`) are kept: exec
+// returns with the shell's exit code and a line naming them, and the
+// session runs on until the last of them ends (under
+// Config.BackgroundDisabled they end with the shell). The request context
+// bounds the call, never a backgrounded process. A command of any length
+// runs. docs/sessions.md in the repository says how leftovers are tracked
+// and long commands passed.
 //
 // # The agent pattern
 //
@@ -84,9 +84,10 @@
 //
 // "The call failed" and "the command failed" are kept apart. A tool-level
 // failure (blank command, refused env key, unknown session, refused
-// policy) is a [Result] with IsError set (JSON "isError": true),
-// Details.Status "failed" and a text for the model that says what to fix;
-// nothing was spawned. A command that ran is never IsError, however it
+// policy, a spawn that failed, input the command did not take) is a
+// [Result] with IsError set (JSON "isError": true), Details.Status
+// "failed" and a text for the model that says what to fix. A refused
+// exec runs nothing. A command that ran is never IsError, however it
 // ended: one that exits non-zero is "completed" with its exit code, and
 // one ended by a signal, a timeout or a kill is "failed" with the reason.
 // Every result about an ended session carries exitSignal (null when no
@@ -315,8 +316,8 @@
 // default task limit only warns. The sessions' tasks together are capped
 // below the host's own pids.max, keeping a reserve for the host
 // (ContainmentReport.TaskBudget). A session the OOM killer hit ends
-// "failed" with exitReason "oom" and "Command killed: out of memory
-// (limit 64 MiB).", unless it was killed or timed out first or exited 0.
+// "failed" with exitReason "oom" and a text such as "Command killed: out
+// of memory (limit 64 MiB).", unless it was killed or timed out first or exited 0.
 //
 // Quotas are checked before anything is spawned: Config.MaxSessions (1024)
 // and Config.MaxSessionsPerScope (64) count running sessions, foreground
@@ -352,9 +353,8 @@
 //
 // The allowlist limits what the shell starts, not what a listed program
 // then does (a listed python3 runs any script): the boundary against a
-// hostile command is the sandbox host, not the policy.
-//
-// An Approver that cannot decide now returns [ErrApprovalDeferred]: exec
+// hostile command is the sandbox host, not the policy. A nil Approver
+// refuses what needs approval. An Approver that cannot decide now returns [ErrApprovalDeferred]: exec
 // returns at once with status "approval-pending", details approvalId,
 // expiresAtMs and allowedDecisions, and "Approval required (id <id>):
 // <command>. Nothing has run yet; …". [Scope.Decide] later runs it as a
@@ -400,24 +400,18 @@
 // read-only; only the working directory, Sandbox.WritablePaths, a private
 // /tmp and the hidden paths (empty tmpfs: $HOME, Sandbox.HidePaths and,
 // without network, /run) are writable. NewRegistry fails, naming the
-// refused feature, when the sandbox cannot be built here. To know when
-// using it:
-//
-//   - A workdir must lie, links resolved, in the default workdir, a
-//     WritablePaths or a ReadOnlyPaths entry, and not in a hidden path;
-//     anything else is a failure result naming the allowed directories.
-//   - A root host's commands can read what root can read of the bound
-//     file system; hide such paths with Sandbox.HidePaths, or run the host
-//     as an unprivileged user.
-//   - Processes a shell leaves running (`server &`) end with the shell;
-//     run a server as the command itself, in the background.
-//   - A signal death from inside the sandbox is exit code 128+n.
-//   - elevated:true runs one call on this machine, only when
-//     Config.Elevation allows it for the scope; nothing falls back to the
-//     gateway on a sandbox failure.
-//
-// docs/sandbox.md in the repository says how the sandbox is built and why
-// bubblewrap.
+// refused feature, when the sandbox cannot be built here. A workdir must
+// lie, links resolved, in the default workdir, a WritablePaths or a
+// ReadOnlyPaths entry, and not in a hidden path; anything else is a
+// failure result naming the allowed directories. A root host's commands
+// can read what root can read (hide such paths with Sandbox.HidePaths).
+// Processes a shell leaves running (`server &`) end with the shell: run a
+// server as the command itself, in the background. A signal death from
+// inside the sandbox is exit code 128+n. elevated:true runs one call on
+// this machine, only when Config.Elevation allows it for the scope;
+// nothing falls back to the gateway on a sandbox failure.
+// docs/sandbox.md in the repository says how the sandbox is built, and
+// why bubblewrap.
 //
 // # Nodes over SSH
 //
