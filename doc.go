@@ -6,9 +6,8 @@
 // (parameters, defaults, texts) follows the exec/process tools of the
 // OpenClaw agent gateway.
 //
-// This is a user's guide; how each part is built and why is in the
-// repository's docs/ directory, the tests behind each guarantee in
-// RELIABILITY.md.
+// This is a user's guide; how each part is built, and why, is in the
+// repository's docs/ directory.
 //
 // # Life of a session
 //
@@ -22,10 +21,8 @@
 // exits first, the result is the foreground output and nothing is kept.
 // If the yield window (yieldMs, default 10 s) ends first, or
 // background:true was passed, the session is backgrounded: the result is
-// status "running" with a session id, its text ending with the output so
-// far (the last 2000 characters; on a PTY at most the last 20 lines, after
-// a line naming the log offset and limit of the lines before them, while
-// details.tail keeps the 2000). From then on:
+// status "running" with a session id and the output so far (its last
+// 2000 characters; on a PTY its last 20 lines). From then on:
 //
 //   - poll drains output not yet returned (optionally waiting for some);
 //   - wait blocks until a pattern appears, a port opens, or the command ends;
@@ -118,14 +115,14 @@
 // line, and nothing else is sent; otherwise the registry sends one
 // SystemEvent and one Heartbeat to the configured [Notifier], never under
 // a lock. A poll or wait that reports the end after the event was sent
-// withdraws it through [Retractor] before it returns, so a runtime that
+// withdraws it before it returns, when the Notifier implements
+// [Retractor], so a runtime that
 // drains its queue right after the poll never sees a duplicate wake; a
 // Heartbeat that finds no events is nothing to do. No event is sent for a
 // session the agent ended itself (kill, remove), a foreground run, or a
 // quiet success (exit 0, no output) unless NotifyOnExitEmptySuccess is
-// set; Config.NotifyOnExit false sends none. Event texts name the whole
-// session id. [Queue] is a ready-made Notifier with per-scope FIFOs that
-// implements Retractor.
+// set; Config.NotifyOnExit false sends none. [Queue] is a ready-made
+// Notifier with per-scope FIFOs that implements Retractor.
 //
 // # Exit notices in results
 //
@@ -157,10 +154,9 @@
 // stdout and stderr are read concurrently into one aggregate per session,
 // which keeps the last Config.MaxOutputChars characters (200000 code
 // points; invalid UTF-8 becomes U+FFFD). Each stream also has a pending
-// buffer for the next poll (Config.PendingMaxOutputChars, 30000). Texts
-// start with a notice when output was dropped at a cap, and a poll's
-// notice tells output still in log from output gone for good. Memory per
-// session stays bounded by the caps whatever the child prints, and
+// buffer for the next poll (Config.PendingMaxOutputChars, 30000); texts
+// say when output was dropped at a cap. Memory per session stays bounded
+// by the caps whatever the child prints, and
 // Config.MaxOutputBytes (1 GiB) bounds what all sessions retain together:
 // past it, sessions that ended first are cut to their last 2000
 // characters; running sessions never are.
@@ -243,12 +239,12 @@
 // # Terminal screens
 //
 // The process action screen returns what a terminal would show of a PTY
-// session (vim, less, top), one line per row, ending with "[cursor row R col C; alternate screen
-// on|off]"; a blank one says "(blank screen: no output yet after N ms)"
-// or "(blank screen)". attributes: true marks bold, underlined and
-// reverse-video runs with ⟦b⟧…⟦/b⟧, ⟦u⟧…⟦/u⟧ and ⟦r⟧…⟦/r⟧. Screen on a
-// pipe session fails with "Session <id> has no terminal; use poll or
-// log."; after the end the last screen is kept until the session is
+// session (vim, less, top), one line per row, ending with "[cursor row R
+// col C; alternate screen on|off]"; a blank one says "(blank screen: no
+// output yet after N ms)" or "(blank screen)". attributes: true marks bold,
+// underlined and reverse-video runs with ⟦b⟧…⟦/b⟧, ⟦u⟧…⟦/u⟧ and ⟦r⟧…⟦/r⟧.
+// Screen on a pipe session fails with "Session <id> has no terminal; use
+// poll or log."; after the end the last screen is kept until the session is
 // cleared.
 //
 //   - Input the program has not answered yet is given time: screen (and
@@ -256,9 +252,8 @@
 //     last input, bounded by their timeout; idleMs then counts quiet from
 //     the later of the call's start, the last input and the last output.
 //     Without a timeout, a poll's or screen's idle wait stops at 5000 ms.
-//   - A screen consumes the pending output it shows: the next poll or wait
-//     returns what came after; log keeps everything. A screen call does not
-//     report an exit.
+//   - A screen consumes the pending output it shows (the next poll or
+//     wait returns what came after) and does not report an exit.
 //   - A wait returns at most the last 20 lines (2000 characters) of new
 //     output, with the log offset and limit of the rest.
 //
@@ -271,13 +266,13 @@
 // (default 15000; env OPENCLAW_PROCESS_INPUT_WAIT_IDLE_MS) and its
 // foreground process is blocked reading its stdin or terminal, poll ends
 // with "No new output for Ns; this session may be waiting for input. Use
-// process write, send-keys, submit, or paste to provide input." in place
-// of "Process still running.", log adds the same line, and the list line
+// process write, send-keys, submit, or paste to provide input." in place of
+// "Process still running.", log adds the same line, and the list line
 // carries "[input-wait]". poll and log of a running session carry details
-// stdinWritable, waitingForInput, idleMs and lastOutputAt (Unix ms). A
-// pipe session with stdin:"pipe" whose output ends in an unfinished line
-// (or is empty) gets the shorter hint "(waiting for input?)" after idleMs
-// (500 ms without it) when it is blocked reading. The decision is the kernel's,
+// stdinWritable, waitingForInput, idleMs and lastOutputAt (Unix ms). A pipe
+// session with stdin:"pipe" whose output ends in an unfinished line (or is
+// empty) gets the shorter hint "(waiting for input?)" after idleMs (500 ms
+// without it) when it is blocked reading. The decision is the kernel's,
 // never a guess from the output; it needs ptrace access to the child
 // (docs/terminal.md in the repository says when that holds), and node
 // sessions are never reported as waiting.
@@ -307,17 +302,18 @@
 //
 // # Limits and the resource view
 //
-// [Config.Limits] gives every session a memory limit, a task limit
-// (default 4096, so a fork bomb fails its own forks and nobody else's) and
-// a CPU quota, through its cgroup (v2 controllers the host's cgroup
-// enables for its children, else a hybrid host's v1 hierarchies). A limit
-// no controller can apply fails NewRegistry under ContainmentRequired and
-// is logged as a warning otherwise (Config.Logger, else slog.Default); the
-// default task limit only warns. The sessions' tasks together are capped
-// below the host's own pids.max, keeping a reserve for the host
+// [Config.Limits] gives every session a memory limit, a task limit (default
+// 4096, so a fork bomb fails its own forks and nobody else's) and a CPU
+// quota, through its cgroup (v2 controllers the host's cgroup enables for
+// its children, else a hybrid host's v1 hierarchies). A limit no controller
+// can apply fails NewRegistry under ContainmentRequired and is logged as a
+// warning otherwise (Config.Logger, else slog.Default); the default task
+// limit only warns. The sessions' tasks together are capped below the
+// host's own pids.max, keeping a reserve for the host
 // (ContainmentReport.TaskBudget). A session the OOM killer hit ends
-// "failed" with exitReason "oom" and a text such as "Command killed: out
-// of memory (limit 64 MiB).", unless it was killed or timed out first or exited 0.
+// "failed" with exitReason "oom" and a text such as "Command killed: out of
+// memory (limit 64 MiB).", unless it was killed or timed out first or
+// exited 0.
 //
 // Quotas are checked before anything is spawned: Config.MaxSessions (1024)
 // and Config.MaxSessionsPerScope (64) count running sessions, foreground
@@ -354,18 +350,18 @@
 // The allowlist limits what the shell starts, not what a listed program
 // then does (a listed python3 runs any script): the boundary against a
 // hostile command is the sandbox host, not the policy. A nil Approver
-// refuses what needs approval. An Approver that cannot decide now returns [ErrApprovalDeferred]: exec
-// returns at once with status "approval-pending", details approvalId,
-// expiresAtMs and allowedDecisions, and "Approval required (id <id>):
-// <command>. Nothing has run yet; …". [Scope.Decide] later runs it as a
-// background session (every other check made again) or refuses it; the
-// agent hears "Exec approved (approval <id>): running as session …" or
-// "Exec denied (approval <id>): …" like a session's end. Unanswered
-// approvals expire after Config.ApprovalTimeout (10 minutes).
-// "allow-always" adds allowlist rules, kept across restarts through
-// Config.ApprovalStore. Another scope's id is [ErrUnknownApproval]; Close
-// drops pending approvals. [Scope.Check] says beforehand, without running
-// anything, whether a call would run, be refused or need approval.
+// refuses what needs approval. An Approver that cannot decide now returns
+// [ErrApprovalDeferred]: exec returns at once with status
+// "approval-pending", details approvalId, expiresAtMs and allowedDecisions,
+// and "Approval required (id <id>): <command>. Nothing has run yet; …".
+// [Scope.Decide] later runs it as a background session (every other check
+// made again) or refuses it; the agent hears "Exec approved (approval
+// <id>): running as session …" or "Exec denied (approval <id>): …" like a
+// session's end. Unanswered approvals expire after Config.ApprovalTimeout
+// (10 minutes). "allow-always" adds allowlist rules, kept across restarts
+// through Config.ApprovalStore. Another scope's id is [ErrUnknownApproval];
+// Close drops pending approvals. [Scope.Check] says beforehand, without
+// running anything, whether a call would run, be refused or need approval.
 // docs/approvals.md in the repository has the full list of refused
 // constructs and how the parser reads options.
 //
@@ -383,8 +379,8 @@
 // (Config.ObserverQueue, 4096): a slow observer never blocks a call; when
 // the queue is full the event is dropped and counted
 // ([Registry.ObserverStats]). Close delivers what is queued. With
-// Config.ObserverRequired, an exec or write waits until the observer took
-// its events, and fails (nothing spawned, nothing written) when a
+// Config.ObserverRequired, an exec or an input waits until the observer
+// took its events, and fails (nothing spawned, nothing written) when a
 // [CheckedObserver] returns an error, the queue is full or the context
 // ends; a kill is never held back. [NewAuditLog] writes one JSON line per
 // event; a [SpawnEnvObserver] adds environment entries to each child (the
@@ -421,8 +417,7 @@
 // watched by a keepalive every [Node.KeepaliveInterval] (15 s). Host keys
 // are always checked against [Node.KnownHostsFile]; a mismatch, an
 // unknown or refused key and an unreachable node are failure results that
-// say which ("host key mismatch for <addr>", "authentication failed for
-// <user>@<addr>"), and the next exec dials again.
+// say which, and the next exec dials again.
 //
 // The node's login environment is the base (the local one is not sent).
 // Kill, timeout and Close reach the session's process group and every
@@ -446,11 +441,11 @@
 // A registry holds three goroutines (a fourth with Config.Observer) and
 // two watchdog processes; a session holds one owner goroutine and one
 // reader per stream, and no OS thread while idle. A child gets stdin,
-// stdout and stderr and no other descriptor of the host (but the shell
-// state's descriptor 4 with KeepShellState). Sessions live in memory and
-// are lost when the process exits; nothing is written to disk but what
-// the Config asks for (SpillDir, an audit log, an ApprovalStore).
-// docs/sessions.md in the repository lists every goroutine.
+// stdout and stderr and no other descriptor of the host, but for the two
+// of its own that docs/sessions.md in the repository names, with every
+// goroutine. Sessions live in memory and are lost when the process exits;
+// nothing is written to disk but what the Config asks for (SpillDir, an
+// audit log, an ApprovalStore).
 //
 // # Platform
 //
