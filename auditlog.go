@@ -25,7 +25,8 @@ import (
 //   - control: "action" (kill, remove, clear);
 //   - end: "exitCode" (null when a signal ended it), "signal" ("" when it
 //     exited), "exitReason", "durationMs", "outputBytes", "truncated",
-//     "removed", "cpuMs" (-1 when unknown; see Event.CPUMs), and "memoryLimitBytes" for
+//     "removed", "cpuMs" and "peakMemoryBytes" (-1 when unknown; see
+//     Event.CPUMs and Event.PeakMemoryBytes), and "memoryLimitBytes" for
 //     an out-of-memory end.
 //
 // The returned value is a [CheckedObserver]: a write error is its failure
@@ -96,6 +97,7 @@ type auditEnd struct {
 	Removed          bool   `json:"removed"`
 	MemoryLimitBytes int64  `json:"memoryLimitBytes,omitempty"`
 	CPUMs            int64  `json:"cpuMs"`
+	PeakMemoryBytes  int64  `json:"peakMemoryBytes"`
 }
 
 // Observe writes ev; a write error is dropped (see ObserveErr).
@@ -123,7 +125,7 @@ func (a *auditLog) ObserveErr(ev Event) error {
 	case EventControl:
 		line = auditControl{head, ev.Action}
 	case EventEnd:
-		line = auditEnd{head, ev.ExitCode, ev.Signal, ev.ExitReason, ev.Duration.Milliseconds(), ev.OutputBytes, ev.Truncated, ev.Removed, ev.MemoryLimitBytes, ev.CPUMs}
+		line = auditEnd{head, ev.ExitCode, ev.Signal, ev.ExitReason, ev.Duration.Milliseconds(), ev.OutputBytes, ev.Truncated, ev.Removed, ev.MemoryLimitBytes, ev.CPUMs, ev.PeakMemoryBytes}
 	default:
 		line = head
 	}

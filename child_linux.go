@@ -41,6 +41,7 @@ type osChild struct {
 	killErr error           // why the last SIGKILL may have missed a process; nil if it did not
 	usage   *syscall.Rusage // the leader's rusage from its reaping; guarded by mu
 	sent    syscall.Signal  // the last signal other than SIGKILL sent to a sandbox
+	peak    int64           // the cgroup's peak memory, read by Release; -1 unknown; guarded by mu
 }
 
 func (c *osChild) Pid() int { return c.leader }
@@ -152,6 +153,13 @@ func (c *osChild) EndUsage() (cpuMs int64, ok bool) {
 // last SIGKILL of the process group failed.
 func (c *osChild) Release() error {
 	if c.cg != nil {
+		peak, ok := c.cg.PeakMemory() // before the cgroup goes or serves another session
+		if !ok {
+			peak = -1
+		}
+		c.mu.Lock()
+		c.peak = peak
+		c.mu.Unlock()
 		c.watchdog.ForgetNamespace(c.cg) // while it is held open: the number is not reused
 		return c.cg.Remove(time.Second)
 	}
@@ -278,7 +286,7 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &osChild{leader: cmd.Process.Pid, cmd: cmd, cg: spec.cgroup, sandboxed: spec.sandbox != nil}
+	c := &osChild{peak: -1, leader: cmd.Process.Pid, cmd: cmd, cg: spec.cgroup, sandboxed: spec.sandbox != nil}
 	if cmd.SysProcAttr.Unshareflags&unix.CLONE_NEWCGROUP != 0 {
 		spec.cgroup.OpenNamespace(c.leader)
 	}
@@ -395,6 +403,15 @@ func (c *osChild) PeekStatus() (syscall.WaitStatus, error) {
 		return 0, errors.New("the leader has not exited")
 	}
 	return syscall.WaitStatus(st.ExitCode), nil
+}
+
+// PeakMemory is the most memory the session's cgroup was charged, in
+// bytes, once Release ran (see contain.Cgroup.PeakMemory); ok is false
+// without a memory controller for the session, or before Release.
+func (c *osChild) PeakMemory() (bytes int64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.peak, c.peak >= 0
 }
 
 // InCgroup reports whether c runs in a session cgroup.

@@ -143,10 +143,17 @@ type Event struct {
 	// End events: whether the session had been removed (process remove).
 	Removed bool
 	// End events: the memory limit in bytes it hit, when ExitReason is
-	// "oom"; 0 otherwise. Peak memory is not reported: wait4's ru_maxrss
-	// counts the embedding process's own resident set, which a child
-	// shares until its exec.
+	// "oom"; 0 otherwise.
 	MemoryLimitBytes int64
+	// End events: the most memory the session was charged, in bytes, from
+	// its cgroup's peak counter (memory.peak on cgroup v2, Linux 6.12 or
+	// newer for a reused cgroup; memory.max_usage_in_bytes on v1); -1 when
+	// unknown: no memory controller reaches the session (on a cgroup v1
+	// host, one is there only with Limits.MemoryBytes), process-group
+	// containment, a node, a spawn error. wait4's ru_maxrss is no
+	// answer: it counts the embedding process's resident set, which a
+	// child shares until its exec.
+	PeakMemoryBytes int64
 	// End events: the CPU time, in milliseconds, of the session's
 	// processes that were waited for (the shell and every descendant it or
 	// its children reaped, from wait4's rusage); -1 when unknown (a
@@ -566,7 +573,7 @@ func (so spawnObservation) spawnFailed(start time.Time) {
 	}
 	so.reg.observe(Event{
 		Kind: EventEnd, Scope: so.scope, CallID: so.call, SessionID: so.id,
-		ExitReason: string(session.ReasonSpawnError), Duration: time.Since(start), CPUMs: -1,
+		ExitReason: string(session.ReasonSpawnError), Duration: time.Since(start), CPUMs: -1, PeakMemoryBytes: -1,
 	})
 	so.release()
 }
@@ -649,11 +656,17 @@ func (r *Registry) observeEnd(s *session.Session) {
 			cpu = c
 		}
 	}
+	peak := int64(-1)
+	if p, ok := s.Process().(host.PeakReporter); ok {
+		if b, ok := p.PeakMemory(); ok {
+			peak = b
+		}
+	}
 	r.observe(Event{
 		Kind: EventEnd, Time: e.At, Scope: s.Scope(), CallID: r.obs.takeCall(s.ID()), SessionID: s.ID(),
 		ExitCode: e.Code, Signal: e.Signal, ExitReason: string(e.Reason),
 		Duration: e.At.Sub(s.StartedAt()), OutputBytes: s.OutputBytes(), Truncated: sn.Truncated,
-		Removed: sn.Removed, MemoryLimitBytes: e.MemoryLimit, CPUMs: cpu,
+		Removed: sn.Removed, MemoryLimitBytes: e.MemoryLimit, CPUMs: cpu, PeakMemoryBytes: peak,
 	})
 }
 

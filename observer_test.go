@@ -577,3 +577,52 @@ func TestObserverEndUsage(t *testing.T) {
 	log.Observe(e)
 	assert.Contains(t, buf.String(), fmt.Sprintf(`"cpuMs":%d`, e.CPUMs))
 }
+
+// The end event carries the session cgroup's peak memory, counted from
+// the session's start: a session that reuses the cgroup of one that held
+// 80 MiB reports its own small peak.
+func TestObserverEndPeakMemory(t *testing.T) {
+	needTool(t, "python3")
+	rec := newEvRecorder()
+	const limit = 512 << 20
+	reg := newTestRegistry(t, Config{Observer: rec, Limits: Limits{MemoryBytes: limit}})
+	sc := reg.Scope("agent:a")
+	ends := func(n int) []Event {
+		evs := rec.await(t, "the ends", func(evs []Event) bool {
+			c := 0
+			for _, e := range evs {
+				if e.Kind == EventEnd {
+					c++
+				}
+			}
+			return c >= n
+		})
+		var out []Event
+		for _, e := range evs {
+			if e.Kind == EventEnd {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	res := mustExec(t, sc, &ExecRequest{Command: `python3 -c 'b = b"x" * (80 << 20); print(len(b))'`})
+	require.Equal(t, StatusCompleted, res.Details.Status, res.Text())
+	big := ends(1)[0]
+	res = mustExec(t, sc, &ExecRequest{Command: `true`})
+	require.Equal(t, StatusCompleted, res.Details.Status, res.Text())
+	small := ends(2)[1]
+	t.Logf("peaks: %d and %d bytes (memory limit applied: %v)", big.PeakMemoryBytes, small.PeakMemoryBytes, reg.Containment().Memory.Applied)
+	if !reg.Containment().Memory.Applied {
+		assert.Equal(t, int64(-1), big.PeakMemoryBytes, "no memory controller reaches the session")
+		assert.Equal(t, int64(-1), small.PeakMemoryBytes)
+		return
+	}
+	assert.GreaterOrEqual(t, big.PeakMemoryBytes, int64(80<<20), "python held 80 MiB")
+	assert.Less(t, big.PeakMemoryBytes, int64(limit))
+	assert.Greater(t, small.PeakMemoryBytes, int64(0))
+	assert.Less(t, small.PeakMemoryBytes, int64(40<<20), "the next session's peak is its own")
+
+	var buf bytes.Buffer
+	NewAuditLog(&buf).Observe(big)
+	assert.Contains(t, buf.String(), fmt.Sprintf(`"peakMemoryBytes":%d`, big.PeakMemoryBytes))
+}

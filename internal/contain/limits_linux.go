@@ -85,6 +85,11 @@ type sessionLimits struct {
 	baseCPUUsec, baseOOM int64
 	// oom_kill of a reused v1 memory directory at the session's start.
 	baseOOMv1 int64
+	// peak reads the session's peak memory: memory.peak (v2) through a
+	// descriptor whose view was reset at the start (Linux 6.12 resets the
+	// peak per descriptor), or memory.max_usage_in_bytes (v1), reset by a
+	// write of 0. Nil when neither could be reset for this session.
+	peak *os.File
 }
 
 // The cgroup files of each controller.
@@ -407,6 +412,9 @@ func (l *Limiter) Attach(c *Cgroup) error {
 	fail := func(err error) error {
 		sl.released.Store(true)
 		sl.closeTasks()
+		if sl.peak != nil {
+			_ = sl.peak.Close() // read only
+		}
 		l.keepDirty(sl.v1...)
 		return err
 	}
@@ -430,6 +438,7 @@ func (l *Limiter) Attach(c *Cgroup) error {
 			}
 		}
 	}
+	sl.openPeak(c)
 	for _, dir := range sl.v1 {
 		path := filepath.Join(dir, "tasks")
 		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
@@ -502,6 +511,9 @@ func (sl *sessionLimits) release(empty bool) {
 		return
 	}
 	sl.closeTasks()
+	if sl.peak != nil {
+		_ = sl.peak.Close() // read only
+	}
 	if empty && sl.root.keepSpare(sl.v1) {
 		return
 	}
@@ -632,6 +644,51 @@ func (c *Cgroup) OOMKilled() bool {
 		return ReadKey(filepath.Join(dir, "memory.oom_control"), "oom_kill")-c.lim.baseOOMv1 > 0
 	}
 	return false
+}
+
+// openPeak opens the session's peak memory counter and resets it, so that
+// it counts this session only (a reused cgroup carries its earlier
+// sessions' peak). It leaves sl.peak nil when no memory controller reaches
+// the session or the counter cannot be reset.
+func (sl *sessionLimits) openPeak(c *Cgroup) {
+	var path, reset string
+	switch {
+	case sl.root.v2["memory"]:
+		path, reset = filepath.Join(c.dir, "memory.peak"), "reset\n"
+	case sl.v1Dir("memory") != "":
+		path, reset = filepath.Join(sl.v1Dir("memory"), "memory.max_usage_in_bytes"), "0\n"
+	default:
+		return
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	if _, err := f.WriteString(reset); err != nil {
+		_ = f.Close() // Best effort: opened for this look only.
+		return
+	}
+	sl.peak = f
+}
+
+// PeakMemory is the most memory the session's cgroup was charged since
+// its start, in bytes; ok is false when it is not known (no memory
+// controller reaches the session, its counter could not be reset, or it
+// was released). Read it before Remove. Nil-safe.
+func (c *Cgroup) PeakMemory() (bytes int64, ok bool) {
+	if c == nil || c.lim == nil || c.lim.peak == nil || c.lim.released.Load() {
+		return 0, false
+	}
+	var b [32]byte
+	n, err := c.lim.peak.ReadAt(b[:], 0)
+	if n == 0 && err != nil {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b[:n])), 10, 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
 }
 
 // v1Dir is the session's directory in the v1 hierarchy of ctrl, or "".

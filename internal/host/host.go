@@ -161,6 +161,12 @@ type EndUsager interface {
 	EndUsage() (cpuMs int64, ok bool)
 }
 
+// PeakReporter is a started process that can say, after its session
+// ended, the most memory it was charged (its cgroup's peak), in bytes.
+type PeakReporter interface {
+	PeakMemory() (bytes int64, ok bool)
+}
+
 // EscapeWatcher is a started process whose host can tell which of its
 // processes left it (process-group containment, without a cgroup): Watch,
 // called before a kill, remembers its processes; the returned function,
