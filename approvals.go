@@ -366,7 +366,7 @@ func (sc *Scope) Decide(ctx context.Context, approvalID, decision string) error 
 	}
 	req := p.req
 	req.Background = true
-	res, err := sc.exec(context.WithValue(ctx, decidedKey{}, p.id+" "+decision), &req)
+	res, err := sc.exec(context.WithValue(ctx, decidedKey{}, p.id+" "+decision), &req, &callTrace{id: newCallID()})
 	switch {
 	case err != nil:
 		r.approvalEvent(p.scope, p.id, fmt.Sprintf("Exec denied (approval %s): it could not start (%v); nothing ran: %s", p.id, err, p.req.Command))

@@ -27,7 +27,10 @@ import (
 //     exited), "exitReason", "durationMs", "outputBytes", "truncated",
 //     "removed", "cpuMs" and "peakMemoryBytes" (-1 when unknown; see
 //     Event.CPUMs and Event.PeakMemoryBytes), and "memoryLimitBytes" for
-//     an out-of-memory end.
+//     an out-of-memory end;
+//   - result: "status" (completed, failed, running, approval-pending, or
+//     error for a call that returned a Go error) and "durationMs", the
+//     exec call's own time.
 //
 // The returned value is a [CheckedObserver]: a write error is its failure
 // (see Config.ObserverRequired). Writes are serialized, so w needs no
@@ -86,6 +89,12 @@ type auditControl struct {
 	Action string `json:"action"`
 }
 
+type auditResult struct {
+	auditHead
+	Status     string `json:"status"`
+	DurationMs int64  `json:"durationMs"`
+}
+
 type auditEnd struct {
 	auditHead
 	ExitCode         *int   `json:"exitCode"`
@@ -124,6 +133,8 @@ func (a *auditLog) ObserveErr(ev Event) error {
 		line = in
 	case EventControl:
 		line = auditControl{head, ev.Action}
+	case EventResult:
+		line = auditResult{head, ev.Status, ev.Duration.Milliseconds()}
 	case EventEnd:
 		line = auditEnd{head, ev.ExitCode, ev.Signal, ev.ExitReason, ev.Duration.Milliseconds(), ev.OutputBytes, ev.Truncated, ev.Removed, ev.MemoryLimitBytes, ev.CPUMs, ev.PeakMemoryBytes}
 	default:

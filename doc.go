@@ -368,12 +368,13 @@
 // # Audit trail
 //
 // Config.Observer sees every exec call and session, foreground runs,
-// refusals, kills and removes included, as [Event] values of five kinds:
+// refusals, kills and removes included, as [Event] values of six kinds:
 // "decision" (what the approval rules decided, by whom and why), "spawn"
 // (command, workdir, host, and the names but never the values of the
 // call's env overrides), "input" (its size; its bytes only with
-// Config.ObserveInputData), "control" (kill, remove, clear) and "end"
-// (exit, reason, duration, output bytes, CPU time).
+// Config.ObserveInputData), "control" (kill, remove, clear), "end"
+// (exit, reason, duration, output bytes, CPU time, peak memory) and
+// "result" (each exec call's status and its own duration).
 //
 // Events are delivered in order by one goroutine through a bounded queue
 // (Config.ObserverQueue, 4096): a slow observer never blocks a call; when

@@ -110,12 +110,24 @@ type ExecRequest struct {
 // notices not yet shown (see the package documentation); Process and Call
 // do the same.
 func (sc *Scope) Exec(ctx context.Context, req *ExecRequest) (res *Result, err error) {
-	defer func() { res = sc.withNotices(res); sc.giveBackIfCancelled(ctx, res) }()
-	return sc.exec(ctx, req)
+	start, ct := time.Now(), &callTrace{id: newCallID()}
+	defer func() {
+		res = sc.withNotices(res)
+		sc.giveBackIfCancelled(ctx, res)
+		sc.observeResult(ct, start, res, err)
+	}()
+	return sc.exec(ctx, req, ct)
 }
 
-// exec is Exec without the scope's notices (also run by Decide).
-func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err error) {
+// callTrace is what an exec call's events say of it: its id, and the
+// session it started ("" when none).
+type callTrace struct {
+	id, session string
+}
+
+// exec is Exec without the scope's notices (also run by Decide); ct is
+// the call's id, and gets the session it starts.
+func (sc *Scope) exec(ctx context.Context, req *ExecRequest, ct *callTrace) (res *Result, err error) {
 	if err := sc.begin(ctx, "exec", req == nil); err != nil {
 		return nil, err
 	}
@@ -126,7 +138,7 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	if msg := sc.placeExec(c); msg != "" {
 		return execFailure(msg), nil
 	}
-	c.call = newCallID()
+	c.call = ct.id
 	if res, err, done := sc.decideExec(ctx, c); done {
 		return res, err
 	}
@@ -167,6 +179,7 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest) (res *Result, err e
 	}
 	c.warnings = append(c.warnings, sp.Warnings...)
 	s := sc.reg.add(sc.sessionOptions(c, spec, sp, obs.id, start))
+	ct.session = s.ID()
 	res, err = sc.run(ctx, s, c.background, c.yield, c.synchronous, c.warnings)
 	if sp.State != nil {
 		keep := err == nil && res.Details.Status != StatusRunning

@@ -39,6 +39,9 @@ const (
 	EventControl EventKind = "control"
 	// EventEnd: a session ended, whoever ended it.
 	EventEnd EventKind = "end"
+	// EventResult: an exec call ([Scope.Exec], or Call with the exec
+	// tool) returned: its status and how long the call took.
+	EventResult EventKind = "result"
 )
 
 // Decisions an [Event] of kind "decision" carries.
@@ -79,8 +82,8 @@ type Event struct {
 	Time time.Time
 	// Scope is the agent scope (session key) of the call.
 	Scope string
-	// CallID identifies one exec call: its decision and spawn events
-	// share it, and so the session it started. Random, 16 hex digits;
+	// CallID identifies one exec call: its decision, spawn and result
+	// events share it, and so the session it started. Random, 16 hex digits;
 	// empty for events not caused by an exec call (input, control,
 	// decisions made by Decide or by the approval timeout).
 	CallID string
@@ -133,8 +136,13 @@ type Event struct {
 	// End events: "exit", "signal", "timeout", "killed", "oom", "lost"
 	// or "spawn-error" (as details.exitReason).
 	ExitReason string
-	// End events: from the start to the end.
+	// End events: from the start to the end. Result events: from the
+	// exec call's start to its return.
 	Duration time.Duration
+	// Result events: the result's details.status ("completed", "failed",
+	// "running", "approval-pending"), or "error" when the call returned a
+	// Go error instead (a cancelled context, a closed registry).
+	Status string
 	// End events: bytes the command printed (both streams, terminal
 	// escape sequences included).
 	OutputBytes int64
@@ -499,6 +507,21 @@ func (sc *Scope) allowedVerdict(req *ExecRequest) verdict {
 		return verdict{DecisionAllowed, DecidedByPolicy, levels}
 	}
 	return verdict{DecisionAllowed, DecidedByAllowlist, "every command is on the allowlist (" + levels + ")"}
+}
+
+// observeResult sends the result event of an exec call that started at
+// start: its session is the one it started, also when the result does
+// not name it (a foreground run that completed).
+func (sc *Scope) observeResult(ct *callTrace, start time.Time, res *Result, err error) {
+	if sc.reg.obs == nil {
+		return
+	}
+	ev := Event{Kind: EventResult, Time: time.Now(), Scope: sc.key, CallID: ct.id, SessionID: ct.session, Status: "error"}
+	ev.Duration = ev.Time.Sub(start)
+	if err == nil && res != nil {
+		ev.Status = string(res.Details.Status)
+	}
+	sc.reg.observe(ev)
 }
 
 // observeDecision sends an exec call's decision event; with

@@ -330,7 +330,7 @@ func TestObserverOrderPerSession(t *testing.T) {
 				seq = append(seq, string(e.Kind)+":"+e.Data)
 			}
 		}
-		assert.Equal(t, []string{"spawn:", "input:x\n", "input:xx\n", "input:xxx\n", "input:", "end:"}, seq, "session %s", id)
+		assert.Equal(t, []string{"spawn:", "result:", "input:x\n", "input:xx\n", "input:xxx\n", "input:", "end:"}, seq, "session %s", id)
 	}
 }
 
@@ -355,8 +355,8 @@ func TestObserverSlowNeverBlocks(t *testing.T) {
 	defer cancel()
 	require.NoError(t, reg.Close(ctx))
 	st = reg.ObserverStats()
-	// Each call sends a decision, a spawn and an end.
-	assert.Equal(t, uint64(3*calls), st.Delivered+st.Dropped, "%+v", st)
+	// Each call sends a decision, a spawn, an end and its result.
+	assert.Equal(t, uint64(4*calls), st.Delivered+st.Dropped, "%+v", st)
 	assert.Equal(t, int(st.Delivered), len(rec.snapshot()))
 }
 
@@ -625,4 +625,72 @@ func TestObserverEndPeakMemory(t *testing.T) {
 	var buf bytes.Buffer
 	NewAuditLog(&buf).Observe(big)
 	assert.Contains(t, buf.String(), fmt.Sprintf(`"peakMemoryBytes":%d`, big.PeakMemoryBytes))
+}
+
+// Every exec call ends with a result event: its status, the session it
+// started, and the call's own duration, under the call id its decision
+// and spawn events carry.
+func TestObserverResultEvent(t *testing.T) {
+	rec := newEvRecorder()
+	reg := newTestRegistry(t, Config{Observer: rec})
+	sc := reg.Scope("agent:r")
+	fg := mustExec(t, sc, &ExecRequest{Command: "echo hi"})
+	require.Equal(t, StatusCompleted, fg.Details.Status, fg.Text())
+	bg := mustExec(t, sc, &ExecRequest{Command: "sleep 30", Background: true})
+	require.Equal(t, StatusRunning, bg.Details.Status, bg.Text())
+	refused := mustExec(t, sc, &ExecRequest{Command: "echo no", Security: "deny"})
+	require.True(t, refused.IsError, refused.Text())
+	_, err := sc.Exec(canceledCtx(), &ExecRequest{Command: "echo late"})
+	require.Error(t, err)
+
+	evs := rec.await(t, "four results", func(evs []Event) bool {
+		n := 0
+		for _, e := range evs {
+			if e.Kind == EventResult {
+				n++
+			}
+		}
+		return n >= 4
+	})
+	var results []Event
+	for _, e := range evs {
+		if e.Kind == EventResult {
+			results = append(results, e)
+		}
+	}
+	want := []struct {
+		status     string
+		hasSession bool
+	}{{"completed", true}, {"running", true}, {"failed", false}, {"error", false}}
+	for i, w := range want {
+		r := results[i]
+		assert.Equal(t, w.status, r.Status, "result %d", i)
+		assert.Equal(t, w.hasSession, r.SessionID != "", "result %d names the session it started", i)
+		assert.Equal(t, "agent:r", r.Scope)
+		assert.Greater(t, r.Duration, time.Duration(0))
+		assert.NotEmpty(t, r.CallID)
+	}
+	for _, i := range []int{0, 1} {
+		j := find(evs, kindOf(EventSpawn, results[i].SessionID))
+		require.GreaterOrEqual(t, j, 0, "the spawn of %+v among %+v", results[i], evs)
+		spawn := evs[j]
+		assert.Equal(t, spawn.CallID, results[i].CallID, "the spawn and the result share the call id")
+	}
+	dec := evs[find(evs, func(e Event) bool { return e.Kind == EventDecision && e.Decision == DecisionDenied })]
+	assert.Equal(t, dec.CallID, results[2].CallID, "the refusal and its result share the call id")
+
+	assert.Equal(t, bg.Details.SessionID, results[1].SessionID)
+
+	var buf bytes.Buffer
+	NewAuditLog(&buf).Observe(results[0])
+	assert.Contains(t, buf.String(), `"event":"result"`)
+	assert.Contains(t, buf.String(), `"status":"completed"`)
+	assert.Contains(t, buf.String(), `"durationMs":`)
+}
+
+// canceledCtx is a context that has ended.
+func canceledCtx() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }

@@ -24,7 +24,12 @@
 //     bgexec.exit.reason;
 //   - bgexec.session.output (Counter, By): bytes the commands printed;
 //   - bgexec.exec.refusals (Counter, {call}): calls the approval rules
-//     denied, by bgexec.decided_by.
+//     denied, by bgexec.decided_by;
+//   - bgexec.exec.duration (Histogram, s): how long each exec call took,
+//     from its start to its return (a backgrounded command's call returns
+//     at the yield window), by bgexec.status;
+//   - bgexec.session.peak_memory (Histogram, By): each session's peak
+//     memory, where its cgroup counts it (see bgexec.Event.PeakMemoryBytes).
 //
 // [WithTraceParent] passes the session span's trace context to the child
 // as the TRACEPARENT (and TRACESTATE) environment variables, W3C trace
@@ -73,6 +78,8 @@ const (
 	AttrReason        = attribute.Key("bgexec.reason")
 	AttrAction        = attribute.Key("bgexec.action")
 	AttrBytes         = attribute.Key("bgexec.bytes")
+	AttrStatus        = attribute.Key("bgexec.status")
+	AttrPeakMemory    = attribute.Key("bgexec.memory.peak")
 )
 
 // SpanName is the name of every session span: the GenAI conventions'
@@ -114,6 +121,8 @@ type Observer struct {
 	duration    metric.Float64Histogram
 	output      metric.Int64Counter
 	refusals    metric.Int64Counter
+	calls       metric.Float64Histogram
+	peak        metric.Int64Histogram
 
 	mu        sync.Mutex              // guards the maps
 	spans     map[string]trace.Span   // by session id, until the end
@@ -153,6 +162,12 @@ func NewObserver(opts ...Option) bgexec.Observer {
 		otelapi.Handle(err)
 	}
 	if o.refusals, err = m.Int64Counter("bgexec.exec.refusals", metric.WithUnit("{call}"), metric.WithDescription("Exec calls the approval rules denied")); err != nil {
+		otelapi.Handle(err)
+	}
+	if o.calls, err = m.Float64Histogram("bgexec.exec.duration", metric.WithUnit("s"), metric.WithDescription("Time from an exec call's start to its return")); err != nil {
+		otelapi.Handle(err)
+	}
+	if o.peak, err = m.Int64Histogram("bgexec.session.peak_memory", metric.WithUnit("By"), metric.WithDescription("The most memory each session was charged")); err != nil {
 		otelapi.Handle(err)
 	}
 	return o
@@ -227,6 +242,8 @@ func (o *Observer) Observe(ev bgexec.Event) {
 		}
 	case bgexec.EventEnd:
 		o.end(ev)
+	case bgexec.EventResult:
+		o.calls.Record(context.Background(), ev.Duration.Seconds(), metric.WithAttributes(AttrStatus.String(ev.Status)))
 	}
 }
 
@@ -294,11 +311,17 @@ func (o *Observer) end(ev bgexec.Event) {
 	}
 	o.duration.Record(ctx, ev.Duration.Seconds(), metric.WithAttributes(reason))
 	o.output.Add(ctx, ev.OutputBytes)
+	if ev.PeakMemoryBytes >= 0 {
+		o.peak.Record(ctx, ev.PeakMemoryBytes)
+	}
 	span := o.span(ev.SessionID, true)
 	if span == nil {
 		return
 	}
 	span.SetAttributes(reason, AttrOutputBytes.Int64(ev.OutputBytes), AttrTruncated.Bool(ev.Truncated))
+	if ev.PeakMemoryBytes >= 0 {
+		span.SetAttributes(AttrPeakMemory.Int64(ev.PeakMemoryBytes))
+	}
 	if ev.ExitCode != nil {
 		span.SetAttributes(AttrExitCode.Int(*ev.ExitCode))
 	}

@@ -163,6 +163,7 @@ func TestSessionSpanIsChildOfTheCall(t *testing.T) {
 	require.True(t, ok)
 	require.Len(t, h.DataPoints, 1)
 	assert.Equal(t, uint64(1), h.DataPoints[0].Count)
+	assert.Equal(t, map[string]uint64{"completed": 1}, callsByStatus(t, m))
 }
 
 func TestKilledSessionAndRefusals(t *testing.T) {
@@ -211,6 +212,22 @@ func TestKilledSessionAndRefusals(t *testing.T) {
 	sum := m["bgexec.exec.refusals"].Data.(metricdata.Sum[int64])
 	by, _ := sum.DataPoints[0].Attributes.Value(bgotel.AttrDecidedBy)
 	assert.Equal(t, "policy", by.AsString())
+	assert.Equal(t, map[string]uint64{"running": 1, "failed": 1}, callsByStatus(t, m), "one exec call returned running, one was refused")
+}
+
+// callsByStatus counts the exec calls bgexec.exec.duration recorded, by
+// bgexec.status.
+func callsByStatus(t *testing.T, m map[string]metricdata.Metrics) map[string]uint64 {
+	t.Helper()
+	h, ok := m["bgexec.exec.duration"].Data.(metricdata.Histogram[float64])
+	require.True(t, ok, "bgexec.exec.duration is a float64 histogram")
+	out := map[string]uint64{}
+	for _, dp := range h.DataPoints {
+		st, _ := dp.Attributes.Value(bgotel.AttrStatus)
+		out[st.AsString()] += dp.Count
+		assert.Greater(t, dp.Sum, 0.0, "calls take time")
+	}
+	return out
 }
 
 func TestTraceParentIsOptIn(t *testing.T) {
