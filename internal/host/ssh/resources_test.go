@@ -61,12 +61,26 @@ func TestNodeResourceScript(t *testing.T) {
 	t.Cleanup(func() { _ = stranger.Process.Kill(); _ = stranger.Wait() })
 
 	groups := []int{leader.Process.Pid, stranger.Process.Pid}
-	out, err := exec.Command("/bin/sh", "-c", nodeResourceScript(nodeProcRoot, groups, []string{tag, "fedcba9876543210"})).Output()
-	require.NoError(t, err)
-	got, ok := parseNodeResources(strings.Split(strings.TrimRight(string(out), "\n"), "\n"), groups)
-	require.True(t, ok, string(out))
+	read := func() ([]byte, map[int]*host.Usage) {
+		out, err := exec.Command("/bin/sh", "-c", nodeResourceScript(nodeProcRoot, groups, []string{tag, "fedcba9876543210"})).Output()
+		require.NoError(t, err)
+		got, ok := parseNodeResources(strings.Split(strings.TrimRight(string(out), "\n"), "\n"), groups)
+		require.True(t, ok, string(out))
+		require.NotNil(t, got[leader.Process.Pid])
+		return out, got
+	}
+	out, got := read()
+	// Under a full parallel suite the environ scan has missed the
+	// just-started escaper about once in 35 runs (cause not found: its
+	// environ held the tag when looked at directly). The product reads
+	// again within 250 ms; here a few more reads, logged, must see it.
+	for try := 0; got[leader.Process.Pid].Tasks != 2 && try < 3; try++ {
+		env, _ := os.ReadFile("/proc/" + strconv.Itoa(escaper.Process.Pid) + "/environ")
+		t.Logf("read %d missed the escaper (its environ has the tag: %v); the script said:\n%s", try, strings.Contains(string(env), nodeTagKey+"="+tag), out)
+		time.Sleep(100 * time.Millisecond)
+		out, got = read()
+	}
 	s := got[leader.Process.Pid]
-	require.NotNil(t, s)
 	assert.Equal(t, 2, s.Tasks, "the leader and the tagged escaper; the script said:\n%s", out)
 	assert.Equal(t, []host.Listener{{Port: port, Address: "127.0.0.1"}}, s.Ports)
 	assert.Positive(t, s.MemoryBytes)
@@ -77,7 +91,7 @@ func TestNodeResourceScript(t *testing.T) {
 
 	out, err = exec.Command("/bin/sh", "-c", nodeResourceScript(t.TempDir(), groups, []string{tag, "x"})).Output()
 	assert.Error(t, err, "no procfs: the script exits 3")
-	_, ok = parseNodeResources(strings.Split(string(out), "\n"), groups)
+	_, ok := parseNodeResources(strings.Split(string(out), "\n"), groups)
 	assert.False(t, ok)
 }
 
