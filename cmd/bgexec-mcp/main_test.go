@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -26,37 +27,98 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		servers.remove()
+		os.Exit(code)
+	}))
 }
 
 // callTimeout bounds every single MCP call of these tests.
 const callTimeout = 30 * time.Second
 
-// buildServer builds this command into a temporary directory (with -race
-// when the test runs with it) and returns the binary's path.
+// buildServer returns this command built into a temporary directory (with
+// -race when the test runs with it).
 func buildServer(t *testing.T) string {
 	t.Helper()
 	return buildServerRace(t, raceEnabled)
 }
 
-// buildServerRace builds the server with or without the race detector
-// (whose shadow memory would swamp a memory measurement).
+// buildServerRace returns the server built with or without the race
+// detector (whose shadow memory would swamp a memory measurement).
 func buildServerRace(t *testing.T, race bool) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go tool not in PATH")
 	}
-	bin := filepath.Join(t.TempDir(), "bgexec-mcp")
+	bin, err := servers.get(race)
+	require.NoError(t, err)
+	return bin
+}
+
+// servers is the test process's one build of the server per race setting.
+var servers serverBuilds
+
+// serverBuilds builds the server once per race setting for the whole test
+// process: the binary is the same for every test, and each build cost
+// seconds of linking (a race build 3 to 10 s, once per test). Every test
+// still starts server processes of its own from it. The binaries live in
+// one temporary directory, which TestMain removes at the end. Safe for
+// concurrent use; the zero value is ready.
+type serverBuilds struct {
+	mu    sync.Mutex
+	dir   string               // "" until the first build
+	built map[bool]serverBuild // by race setting; a failed build is kept too
+}
+
+type serverBuild struct {
+	path string
+	err  error
+}
+
+// get returns the binary for the race setting, building it on first use.
+func (s *serverBuilds) get(race bool) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.built[race]; ok {
+		return b.path, b.err
+	}
+	if s.dir == "" {
+		dir, err := os.MkdirTemp("", "bgexec-mcp-test-")
+		if err != nil {
+			return "", err
+		}
+		s.dir = dir
+	}
+	// The same name for both (a directory each), as the tests' servers
+	// had before.
+	bin := filepath.Join(s.dir, "plain", "bgexec-mcp")
 	args := []string{"build", "-o", bin}
 	if race {
-		args = append(args, "-race")
+		bin = filepath.Join(s.dir, "race", "bgexec-mcp")
+		args = []string{"build", "-race", "-o", bin}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, goTool, append(args, ".")...).CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
+	var b serverBuild
+	if out, err := exec.CommandContext(ctx, "go", append(args, ".")...).CombinedOutput(); err != nil {
+		b.err = fmt.Errorf("go build: %w: %s", err, out)
+	} else {
+		b.path = bin
+	}
+	if s.built == nil {
+		s.built = map[bool]serverBuild{}
+	}
+	s.built[race] = b
+	return b.path, b.err
+}
+
+// remove deletes the built binaries.
+func (s *serverBuilds) remove() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dir != "" {
+		_ = os.RemoveAll(s.dir) // Best effort: a temporary directory.
+	}
 }
 
 // syncBuffer collects the server's stderr for failure reports.
