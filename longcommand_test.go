@@ -23,8 +23,6 @@ func padded(t *testing.T, n int, tail string) string {
 }
 
 func TestCommandsOfAnyLength(t *testing.T) {
-	// Parallel: its sessions are its own; it counts nothing process-wide.
-	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 
