@@ -26,6 +26,12 @@ import (
 	"go.uber.org/goleak"
 )
 
+// TestMain runs the tests under goleak and removes the server builds.
+//
+// Tests that start server processes of their own run in parallel (each
+// has its own server, port, session and temporary files, and none counts
+// this process's children or descriptors); TestHTTPBodyPeakMemory runs
+// alone, since it measures a server's peak memory.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		servers.remove()
@@ -284,6 +290,7 @@ func startSleeper(t *testing.T, c *client) int {
 }
 
 func TestServerOverStdio(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	c := connect(t, bin)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
@@ -473,6 +480,7 @@ func TestServerOverStdio(t *testing.T) {
 }
 
 func TestServerClientsAreIsolated(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	first, second := connect(t, bin), connect(t, bin)
 
@@ -494,6 +502,7 @@ func TestServerClientsAreIsolated(t *testing.T) {
 }
 
 func TestServerKillsChildrenWhenTheClientDisconnects(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	c := connect(t, bin)
 	pgid := startSleeper(t, c)
@@ -506,6 +515,7 @@ func TestServerKillsChildrenWhenTheClientDisconnects(t *testing.T) {
 }
 
 func TestServerKillsChildrenOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	c := connect(t, bin)
 	pgid := startSleeper(t, c)
@@ -526,6 +536,7 @@ func TestServerKillsChildrenOnSIGTERM(t *testing.T) {
 
 // TestServerSurvivesGarbageLines speaks raw JSON-RPC to the binary.
 func TestServerSurvivesGarbageLines(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	cmd := exec.Command(bin)
 	stdin, err := cmd.StdinPipe()
