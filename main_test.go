@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -14,7 +13,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,20 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "GORACE:", err)
 		os.Exit(2)
 	}
-	// The parallel tests spend their time waiting on child processes,
-	// terminals, sandboxes and sshd, not on this process's CPU: at go
-	// test's default of one running test per CPU, the cores sat mostly
-	// idle while the tests waited. Unless -test.parallel is given, two
-	// run per CPU (more starved the CPU-bound ones on a loaded machine).
-	flag.Parse()
-	parallelSet := false
-	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-	if !parallelSet {
-		if err := flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0))); err != nil {
-			fmt.Fprintln(os.Stderr, "test.parallel:", err)
-			os.Exit(2)
-		}
-	}
+	setParallelDefault()
 	goleak.VerifyTestMain(m)
 }
 
