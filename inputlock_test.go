@@ -32,7 +32,12 @@ func pipeQueued(t *testing.T, pid int) int {
 // queues behind another write (one blocked on a child that never reads)
 // must return when its own call's context ends, saying nothing was
 // written, instead of waiting out the other write and then its own bound.
+//
+// Each case holds a write blocked for WriteBound on a session of its own
+// and counts no process-wide resource, so the cases run side by side and
+// beside other tests.
 func TestInputWaitsAtMostItsDeadline(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	cases := []struct {
@@ -47,6 +52,7 @@ func TestInputWaitsAtMostItsDeadline(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+" behind a blocked write returns at its deadline", func(t *testing.T) {
+			t.Parallel()
 			res := mustExec(t, sc, &ExecRequest{Command: helper("no-read"), Stdin: "pipe", Background: true})
 			id, pid := res.Details.SessionID, res.Details.Pid
 			waitFor(t, sc, id, "^ready$")

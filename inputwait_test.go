@@ -43,6 +43,8 @@ func listLine(t *testing.T, sc *Scope, id string) string {
 // the process being blocked reading its stdin or terminal, on pipes and
 // PTYs, never by the shape of the output.
 func TestInputWaitFromWhatTheProcessDoes(t *testing.T) {
+	// Parallel: the blocked read is found in its own sessions' /proc entries.
+	t.Parallel()
 	reg := newTestRegistry(t, Config{InputWaitIdleMs: 300})
 	sc := reg.Scope("a")
 
@@ -119,6 +121,8 @@ func TestInputWaitFromWhatTheProcessDoes(t *testing.T) {
 // session (before the input-wait threshold) is decided by the blocked read
 // too.
 func TestInputWaitQuickNote(t *testing.T) {
+	// Parallel: the blocked read is found in its own sessions' /proc entries.
+	t.Parallel()
 	reg := newTestRegistry(t, Config{}) // the 15 s threshold is far away
 	sc := reg.Scope("a")
 	t.Run("an unfinished line from a process reading stdin gets the note", func(t *testing.T) {
@@ -184,6 +188,8 @@ func TestInputWaitFromEnv(t *testing.T) {
 // too (its processes are matched to the session's pipe and terminal by
 // device and inode, not by path).
 func TestInputWaitInTheSandbox(t *testing.T) {
+	// Parallel: the blocked read is found in its own sessions' /proc entries.
+	t.Parallel()
 	reg := newSandboxRegistry(t, Config{InputWaitIdleMs: 300}, Sandbox{})
 	sc := reg.Scope("a")
 	for _, pty := range []bool{false, true} {

@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "GORACE:", err)
 		os.Exit(2)
 	}
+	setParallelDefault()
 	goleak.VerifyTestMain(m)
 }
 

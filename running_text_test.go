@@ -11,6 +11,8 @@ import (
 )
 
 func TestRunningTextShowsTheOutputSoFar(t *testing.T) {
+	// Parallel: its sessions are its own; it counts nothing process-wide.
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 	running := func(d Details) string {

@@ -25,7 +25,13 @@ import (
 // The tasks' results are asserted; the targets (no more calls than tmux
 // and at most twice its bytes) are logged with a verdict, since both
 // sides' counts follow the machine's load (README, "Full-screen programs").
+//
+// It runs beside other tests: each case has its own registry and tmux
+// server (on its own socket; the server leaves our process tree), and it
+// counts no process-wide resource. Its subtests stay in sequence, so the
+// think-time figures are not measured against each other.
 func TestTUIMeasureAgainstTmux(t *testing.T) {
+	t.Parallel()
 	needTool(t, "vim")
 	needTool(t, "less")
 	needTool(t, "git")

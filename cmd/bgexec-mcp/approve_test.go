@@ -98,6 +98,7 @@ func (p *person) handle(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 // TestApprovalsAskThePerson covers the form and each answer in the
 // synchronous mode, where exec waits for the answer.
 func TestApprovalsAskThePerson(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	p := &person{}
 	c := connectWith(t, bin, &mcp.ClientOptions{ElicitationHandler: p.handle}, "-security", "allowlist", "-ask", "on-miss", "-allowlist", "ls", "-approval-mode", "wait")
@@ -169,6 +170,7 @@ func TestApprovalsAskThePerson(t *testing.T) {
 }
 
 func TestApprovalDeniedWithoutAnAnswer(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	t.Run("a client without elicitation", func(t *testing.T) {
 		c := connect(t, bin, "-ask", "always")
@@ -191,6 +193,7 @@ func TestApprovalDeniedWithoutAnAnswer(t *testing.T) {
 // default pending mode, after exec has returned, on the session's
 // standalone stream.
 func TestApprovalOverHTTP(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	t.Run("wait", func(t *testing.T) {
 		hs := startHTTP(t, bin, "-ask", "always", "-approval-mode", "wait")
@@ -266,6 +269,7 @@ func awaitLog(t *testing.T, c *client, want string) string {
 // command later; the model learns the outcome from the notices of a later
 // result (and the logging message).
 func TestApprovalPending(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	p := &person{gate: make(chan struct{}), opened: make(chan *mcp.ElicitParams, 4)}
 	c := connectWith(t, bin, &mcp.ClientOptions{ElicitationHandler: p.handle}, "-security", "allowlist", "-ask", "on-miss", "-allowlist", "ls")
@@ -338,6 +342,7 @@ func TestApprovalPending(t *testing.T) {
 // TestApprovalPendingTimesOut: a form nobody answers is denied when the
 // approval timeout passes.
 func TestApprovalPendingTimesOut(t *testing.T) {
+	t.Parallel()
 	p := &person{hang: true}
 	c := connectWith(t, buildServer(t), &mcp.ClientOptions{ElicitationHandler: p.handle}, "-ask", "always", "-approval-timeout", "1s")
 	res := c.call(t, "exec", map[string]any{"command": "echo MUST-NOT-RUN"})

@@ -15,6 +15,7 @@ import (
 // TestAuditLogFlag runs the server with -audit-log on a file that already
 // has a line: the line stays, and each command adds its JSON lines.
 func TestAuditLogFlag(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	const earlier = `{"event":"earlier"}` + "\n"

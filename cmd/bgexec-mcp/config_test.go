@@ -37,6 +37,7 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestConfigFileAndFlags(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := writeConfig(t, `{
   "workdir": "`+dir+`",

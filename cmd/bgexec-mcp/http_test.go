@@ -54,6 +54,7 @@ func (h *httpServer) postInitBody(t *testing.T, origin string) (int, string) {
 // (DNS rebinding aside, which the SDK's Host check covers): a request with
 // the right token but another site's Origin is refused.
 func TestHTTPRefusesForeignOrigins(t *testing.T) {
+	t.Parallel()
 	hs := startHTTP(t, buildServer(t))
 	for _, origin := range []string{"http://evil.example", "null", "https://localhost.evil.example", "http://127.0.0.1.nip.io:8080", "file://", "chrome-extension://abc"} {
 		assert.Equal(t, http.StatusForbidden, hs.postInit(t, origin), "Origin %q", origin)
@@ -67,6 +68,7 @@ func TestHTTPRefusesForeignOrigins(t *testing.T) {
 // beyond is refused with a text that says why, and a session closed with
 // DELETE frees its slot.
 func TestHTTPSessionCap(t *testing.T) {
+	t.Parallel()
 	hs := startHTTP(t, buildServer(t), "-max-http-sessions", "2")
 	a := hs.connect(t, nil)
 	hs.connect(t, nil)
@@ -103,6 +105,7 @@ func TestHTTPSessionCap(t *testing.T) {
 // Content-Length is over -max-message-bytes and no body: the 413 must
 // come without the server waiting for (or reading) the body.
 func TestHTTPBodyOverTheLimit(t *testing.T) {
+	t.Parallel()
 	hs := startHTTP(t, buildServer(t), "-max-message-bytes", "1048576")
 	u, err := url.Parse(hs.endpoint)
 	require.NoError(t, err)
@@ -139,7 +142,8 @@ func memStatus(t *testing.T, pid int, field string) int64 {
 // TestHTTPBodyPeakMemory streams bodies past the limit, without a
 // Content-Length, to a server built without the race detector, and
 // compares its peak RSS (VmHWM) with its RSS before: the growth stays
-// under twice the limit.
+// under twice the limit. It runs alone (no t.Parallel), before the
+// parallel tests, so nothing else competes with the measured server.
 func TestHTTPBodyPeakMemory(t *testing.T) {
 	const limit = 32 << 20
 	hs := startHTTP(t, buildServerRace(t, false), "-max-message-bytes", strconv.Itoa(limit))

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -25,38 +26,105 @@ import (
 	"go.uber.org/goleak"
 )
 
+// TestMain runs the tests under goleak and removes the server builds.
+//
+// Tests that start server processes of their own run in parallel (each
+// has its own server, port, session and temporary files, and none counts
+// this process's children or descriptors); TestHTTPBodyPeakMemory runs
+// alone, since it measures a server's peak memory.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		servers.remove()
+		os.Exit(code)
+	}))
 }
 
 // callTimeout bounds every single MCP call of these tests.
 const callTimeout = 30 * time.Second
 
-// buildServer builds this command into a temporary directory (with -race
-// when the test runs with it) and returns the binary's path.
+// buildServer returns this command built into a temporary directory (with
+// -race when the test runs with it).
 func buildServer(t *testing.T) string {
 	t.Helper()
 	return buildServerRace(t, raceEnabled)
 }
 
-// buildServerRace builds the server with or without the race detector
-// (whose shadow memory would swamp a memory measurement).
+// buildServerRace returns the server built with or without the race
+// detector (whose shadow memory would swamp a memory measurement).
 func buildServerRace(t *testing.T, race bool) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go tool not in PATH")
 	}
-	bin := filepath.Join(t.TempDir(), "bgexec-mcp")
+	bin, err := servers.get(race)
+	require.NoError(t, err)
+	return bin
+}
+
+// servers is the test process's one build of the server per race setting.
+var servers serverBuilds
+
+// serverBuilds builds the server once per race setting for the whole test
+// process: the binary is the same for every test, and each build cost
+// seconds of linking (a race build 3 to 10 s, once per test). Every test
+// still starts server processes of its own from it. The binaries live in
+// one temporary directory, which TestMain removes at the end. Safe for
+// concurrent use; the zero value is ready.
+type serverBuilds struct {
+	mu    sync.Mutex
+	dir   string               // "" until the first build
+	built map[bool]serverBuild // by race setting; a failed build is kept too
+}
+
+type serverBuild struct {
+	path string
+	err  error
+}
+
+// get returns the binary for the race setting, building it on first use.
+func (s *serverBuilds) get(race bool) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.built[race]; ok {
+		return b.path, b.err
+	}
+	if s.dir == "" {
+		dir, err := os.MkdirTemp("", "bgexec-mcp-test-")
+		if err != nil {
+			return "", err
+		}
+		s.dir = dir
+	}
+	// The same name for both (a directory each), as the tests' servers
+	// had before.
+	bin := filepath.Join(s.dir, "plain", "bgexec-mcp")
 	args := []string{"build", "-o", bin}
 	if race {
-		args = append(args, "-race")
+		bin = filepath.Join(s.dir, "race", "bgexec-mcp")
+		args = []string{"build", "-race", "-o", bin}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, goTool, append(args, ".")...).CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
+	var b serverBuild
+	if out, err := exec.CommandContext(ctx, "go", append(args, ".")...).CombinedOutput(); err != nil {
+		b.err = fmt.Errorf("go build: %w: %s", err, out)
+	} else {
+		b.path = bin
+	}
+	if s.built == nil {
+		s.built = map[bool]serverBuild{}
+	}
+	s.built[race] = b
+	return b.path, b.err
+}
+
+// remove deletes the built binaries.
+func (s *serverBuilds) remove() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dir != "" {
+		_ = os.RemoveAll(s.dir) // Best effort: a temporary directory.
+	}
 }
 
 // syncBuffer collects the server's stderr for failure reports.
@@ -222,6 +290,7 @@ func startSleeper(t *testing.T, c *client) int {
 }
 
 func TestServerOverStdio(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	c := connect(t, bin)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
@@ -411,6 +480,7 @@ func TestServerOverStdio(t *testing.T) {
 }
 
 func TestServerClientsAreIsolated(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	first, second := connect(t, bin), connect(t, bin)
 
@@ -432,6 +502,7 @@ func TestServerClientsAreIsolated(t *testing.T) {
 }
 
 func TestServerKillsChildrenWhenTheClientDisconnects(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	c := connect(t, bin)
 	pgid := startSleeper(t, c)
@@ -444,6 +515,7 @@ func TestServerKillsChildrenWhenTheClientDisconnects(t *testing.T) {
 }
 
 func TestServerKillsChildrenOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	c := connect(t, bin)
 	pgid := startSleeper(t, c)
@@ -464,6 +536,7 @@ func TestServerKillsChildrenOnSIGTERM(t *testing.T) {
 
 // TestServerSurvivesGarbageLines speaks raw JSON-RPC to the binary.
 func TestServerSurvivesGarbageLines(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	cmd := exec.Command(bin)
 	stdin, err := cmd.StdinPipe()

@@ -79,6 +79,7 @@ func readmeSnippets(t *testing.T) []hostSnippet {
 // by the build's) and makes an initialize, tools/list and one exec over
 // stdio.
 func TestHostSnippets(t *testing.T) {
+	t.Parallel()
 	snippets := readmeSnippets(t)
 	var hosts []string
 	for _, s := range snippets {

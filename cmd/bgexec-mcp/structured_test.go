@@ -30,6 +30,7 @@ func structuredOnly(t *testing.T, res *mcp.CallToolResult) string {
 // of notice, hint and refusal, the marker the text carries is in the
 // structured part alone.
 func TestStructuredOnlyHostSeesEverything(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	c := connect(t, bin, "-max-call-ms", "2000")
 	// see calls tool and asserts that a structured-only host sees marker.

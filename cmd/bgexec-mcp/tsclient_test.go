@@ -32,6 +32,7 @@ func needTool(t *testing.T, name string) string {
 // official TypeScript SDK client (testdata/tsclient.mjs), which also
 // validates every structured content against the tool's outputSchema.
 func TestTypeScriptClient(t *testing.T) {
+	t.Parallel()
 	node, npm := needTool(t, "node"), needTool(t, "npm")
 	bin := buildServer(t)
 	dir := t.TempDir()
