@@ -449,50 +449,60 @@ type settings struct {
 
 func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 	s := settings{
-		yield:          time.Duration(DefaultYieldMs) * time.Millisecond,
-		timeout:        DefaultTimeoutSec * time.Second,
-		ttl:            DefaultJobTTLMs * time.Millisecond,
-		maxChars:       DefaultMaxOutputChars,
-		pendingChars:   DefaultPendingMaxOutputChars,
 		notifyOnExit:   c.NotifyOnExit == nil || *c.NotifyOnExit,
 		notifyEmpty:    c.NotifyOnExitEmptySuccess,
 		notifier:       c.Notifier,
-		killGrace:      DefaultKillGrace,
-		drainTimeout:   DefaultDrainTimeout,
 		backgroundOff:  c.BackgroundDisabled,
-		marker:         DefaultShellMarker,
 		approver:       c.Approver,
 		elevation:      c.Elevation,
 		allowlist:      append([]string(nil), c.Allowlist...),
 		extraBlocked:   append([]string(nil), c.ExtraBlockedEnvKeys...),
 		extraOverrides: append([]string(nil), c.ExtraOverrideOnlyEnvKeys...),
+		notices:        c.ExitNoticesInResults,
+		approvals:      c.ApprovalStore,
 	}
+	s.resolveTimes(&c)
+	s.resolveOutput(&c)
+	var err error
+	if s.observer, err = resolveObserver(&c); err != nil {
+		return s, err
+	}
+	if err := s.resolveShell(&c, getenv); err != nil {
+		return s, err
+	}
+	if err := s.resolveHostAndPolicy(&c, getenv); err != nil {
+		return s, err
+	}
+	if s.limitSettings, err = resolveLimits(&c); err != nil {
+		return s, err
+	}
+	if s.shellOpts, err = resolveShellOpts(&c); err != nil {
+		return s, err
+	}
+	if s.maxTimeout > 0 && (s.timeout == 0 || s.timeout > s.maxTimeout) {
+		s.timeout = s.maxTimeout
+	}
+	return s, nil
+}
+
+// resolveTimes sets the windows, timeouts and grace periods from c, each
+// at its default when unset and clamped to its bounds.
+func (s *settings) resolveTimes(c *Config) {
+	s.yield = time.Duration(DefaultYieldMs) * time.Millisecond
 	if c.YieldMs != 0 {
 		s.yield = time.Duration(clamp(c.YieldMs, MinYieldMs, MaxYieldMs)) * time.Millisecond
 	}
+	s.timeout = DefaultTimeoutSec * time.Second
 	switch {
 	case c.TimeoutSec < 0:
 		s.timeout = 0
 	case c.TimeoutSec > 0:
 		s.timeout = time.Duration(min(c.TimeoutSec, maxTimeoutSec) * float64(time.Second))
 	}
+	s.ttl = DefaultJobTTLMs * time.Millisecond
 	if c.JobTTLMs != 0 {
 		s.ttl = time.Duration(clamp(c.JobTTLMs, MinJobTTLMs, MaxJobTTLMs)) * time.Millisecond
 	}
-	switch {
-	case c.MaxFinishedSessionsPerScope == 0:
-		s.maxFinished = DefaultMaxFinishedSessionsPerScope
-	case c.MaxFinishedSessionsPerScope > 0:
-		s.maxFinished = c.MaxFinishedSessionsPerScope
-	}
-	if c.MaxOutputChars != 0 {
-		s.maxChars = clamp(c.MaxOutputChars, MinOutputChars, MaxOutputChars)
-	}
-	if c.PendingMaxOutputChars != 0 {
-		s.pendingChars = clamp(c.PendingMaxOutputChars, MinOutputChars, MaxOutputChars)
-	}
-	s.pendingChars = min(s.pendingChars, s.maxChars)
-	s.notices = c.ExitNoticesInResults
 	s.inputWait = DefaultInputWaitIdleMs * time.Millisecond
 	if c.InputWaitIdleMs > 0 {
 		s.inputWait = time.Duration(c.InputWaitIdleMs) * time.Millisecond
@@ -501,23 +511,46 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 	if c.ApprovalTimeout > 0 {
 		s.approvalTTL = c.ApprovalTimeout
 	}
-	s.approvals = c.ApprovalStore
-	var oerr error
-	if s.observer, oerr = resolveObserver(&c); oerr != nil {
-		return s, oerr
-	}
 	if c.MaxCallWaitMs > 0 {
 		s.maxCallWait = time.Duration(c.MaxCallWaitMs) * time.Millisecond
 	}
+	s.killGrace = DefaultKillGrace
 	if c.KillGrace > 0 {
 		s.killGrace = c.KillGrace
 	}
+	s.drainTimeout = DefaultDrainTimeout
 	if c.DrainTimeout > 0 {
 		s.drainTimeout = c.DrainTimeout
 	}
+}
+
+// resolveOutput sets the output caps and the finished-session cap from
+// c, each at its default when unset and clamped to its bounds.
+func (s *settings) resolveOutput(c *Config) {
+	switch {
+	case c.MaxFinishedSessionsPerScope == 0:
+		s.maxFinished = DefaultMaxFinishedSessionsPerScope
+	case c.MaxFinishedSessionsPerScope > 0:
+		s.maxFinished = c.MaxFinishedSessionsPerScope
+	}
+	s.maxChars = DefaultMaxOutputChars
+	if c.MaxOutputChars != 0 {
+		s.maxChars = clamp(c.MaxOutputChars, MinOutputChars, MaxOutputChars)
+	}
+	s.pendingChars = DefaultPendingMaxOutputChars
+	if c.PendingMaxOutputChars != 0 {
+		s.pendingChars = clamp(c.PendingMaxOutputChars, MinOutputChars, MaxOutputChars)
+	}
+	s.pendingChars = min(s.pendingChars, s.maxChars)
+}
+
+// resolveShell checks and sets the shell, its marker and the default
+// workdir.
+func (s *settings) resolveShell(c *Config, getenv func(string) string) error {
+	s.marker = DefaultShellMarker
 	if c.ShellMarker != "" {
 		if k, _, ok := strings.Cut(c.ShellMarker, "="); !ok || k == "" {
-			return s, fmt.Errorf("bgexec: ShellMarker %q must have the form KEY=VALUE", c.ShellMarker)
+			return fmt.Errorf("bgexec: ShellMarker %q must have the form KEY=VALUE", c.ShellMarker)
 		}
 		s.marker = c.ShellMarker
 	}
@@ -531,40 +564,37 @@ func resolveConfig(c Config, getenv func(string) string) (settings, error) {
 	if c.Workdir != "" {
 		st, err := os.Stat(c.Workdir)
 		if err != nil || !st.IsDir() {
-			return s, fmt.Errorf("bgexec: Workdir %q is not an existing directory", c.Workdir)
+			return fmt.Errorf("bgexec: Workdir %q is not an existing directory", c.Workdir)
 		}
 		s.workdir = c.Workdir
 	}
+	return nil
+}
+
+// resolveHostAndPolicy checks and sets where commands run (the host and
+// the nodes) and the security and ask levels.
+func (s *settings) resolveHostAndPolicy(c *Config, getenv func(string) string) error {
 	var err error
 	s.hostSetting = strings.ToLower(strings.TrimSpace(c.Host))
 	if s.hostSetting == "" {
 		s.hostSetting = "auto"
 	}
 	if s.host, err = resolveHost(c.Host, c.Sandbox != nil); err != nil {
-		return s, err
+		return err
 	}
-	if s.nodes, s.defaultNode, err = resolveNodes(&c, getenv); err != nil {
-		return s, err
+	if s.nodes, s.defaultNode, err = resolveNodes(c, getenv); err != nil {
+		return err
 	}
 	if s.host == "node" && len(s.nodes) == 0 {
-		return s, fmt.Errorf("bgexec: Config.Host is \"node\" but Config.Nodes is empty: configure at least one node")
+		return fmt.Errorf("bgexec: Config.Host is \"node\" but Config.Nodes is empty: configure at least one node")
 	}
 	if s.security, err = parseSecurity(c.Security); err != nil {
-		return s, fmt.Errorf("bgexec: Config.Security: %w", err)
+		return fmt.Errorf("bgexec: Config.Security: %w", err)
 	}
 	if s.ask, err = parseAsk(c.Ask); err != nil {
-		return s, fmt.Errorf("bgexec: Config.Ask: %w", err)
+		return fmt.Errorf("bgexec: Config.Ask: %w", err)
 	}
-	if s.limitSettings, err = resolveLimits(&c); err != nil {
-		return s, err
-	}
-	if s.shellOpts, err = resolveShellOpts(&c); err != nil {
-		return s, err
-	}
-	if s.maxTimeout > 0 && (s.timeout == 0 || s.timeout > s.maxTimeout) {
-		s.timeout = s.maxTimeout
-	}
-	return s, nil
+	return nil
 }
 
 // defaultShell picks the shell: $SHELL, sh when it is unset, and bash
