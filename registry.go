@@ -107,33 +107,8 @@ func NewRegistry(cfg Config) (*Registry, error) {
 			return nil, err
 		}
 	}
-	var cg *contain.Root
-	var cgErr error
-	if cfg.Containment != ContainmentOff {
-		cg, cgErr = contain.NewRoot()
-		if cgErr != nil && cfg.Containment == ContainmentRequired {
-			return nil, fmt.Errorf("bgexec: containment required: %w", cgErr)
-		}
-	} else {
-		cgErr = errors.New("containment turned off by Config.Containment")
-	}
-	lim, report, err := startLimits(cg, cgErr, &st, cfg.Containment == ContainmentRequired)
+	cg, lim, report, wd, err := startContainment(cfg.Containment, &st)
 	if err != nil {
-		if cg != nil {
-			_ = cg.Remove()
-		}
-		return nil, err
-	}
-	cgDir := ""
-	if cg != nil {
-		cgDir = cg.Dir()
-	}
-	wd, err := contain.StartWatchdog(cgDir)
-	if err != nil {
-		if cg != nil {
-			_ = cg.Remove()
-		}
-		lim.Remove()
 		return nil, err
 	}
 	pol := envpolicy.Default()
@@ -180,6 +155,42 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		r.deliverNotes()
 	}()
 	return r, nil
+}
+
+// startContainment sets up what contains the sessions on this machine:
+// the registry's cgroup (nil without one), the limits (and the report of
+// what became of them) and the watchdogs. On error it leaves nothing.
+func startContainment(mode Containment, st *settings) (*contain.Root, *contain.Limiter, ContainmentReport, *contain.Watchdog, error) {
+	var cg *contain.Root
+	var cgErr error
+	if mode != ContainmentOff {
+		cg, cgErr = contain.NewRoot()
+		if cgErr != nil && mode == ContainmentRequired {
+			return nil, nil, ContainmentReport{}, nil, fmt.Errorf("bgexec: containment required: %w", cgErr)
+		}
+	} else {
+		cgErr = errors.New("containment turned off by Config.Containment")
+	}
+	lim, report, err := startLimits(cg, cgErr, st, mode == ContainmentRequired)
+	if err != nil {
+		if cg != nil {
+			_ = cg.Remove()
+		}
+		return nil, nil, ContainmentReport{}, nil, err
+	}
+	cgDir := ""
+	if cg != nil {
+		cgDir = cg.Dir()
+	}
+	wd, err := contain.StartWatchdog(cgDir)
+	if err != nil {
+		if cg != nil {
+			_ = cg.Remove()
+		}
+		lim.Remove()
+		return nil, nil, ContainmentReport{}, nil, err
+	}
+	return cg, lim, report, wd, nil
 }
 
 // Scope returns the view of one agent (a session key such as
@@ -240,30 +251,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 
-	for _, s := range running {
-		s.Terminate(session.ReasonKilled)
-	}
-	var err error
-	for i, s := range running {
-		select {
-		case <-s.Done():
-			continue
-		case <-ctx.Done():
-		}
-		// Out of time: SIGKILL everything still running once, then wait.
-		err = ctx.Err()
-		if r.nodes != nil {
-			// A hung node must not hold Close: its sessions end as lost.
-			r.nodes.Close()
-		}
-		for _, s := range running[i:] {
-			s.ForceKill(session.ReasonKilled)
-		}
-		for _, s := range running[i:] {
-			<-s.Done()
-		}
-		break
-	}
+	err := r.endAll(ctx, running)
 	if r.nodes != nil {
 		r.nodes.Close() // every remote session has ended: its connections go
 	}
@@ -276,11 +264,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	if oerr := r.obs.close(ctx); oerr != nil {
 		err = oerr
 	}
-	r.watchdog.Close()
-	if r.cgroups != nil {
-		_ = r.cgroups.Remove()
-	}
-	r.limits.Remove()
+	r.releaseContainment()
 	r.mu.Lock()
 	clear(r.sessions)
 	clear(r.byScope)
@@ -296,6 +280,45 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.notes = nil
 	r.mu.Unlock()
 	return err
+}
+
+// endAll terminates the running sessions (SIGTERM, then SIGKILL after the
+// grace period) and waits for their ends. When ctx ends first it kills
+// what still runs at once (a hung node's sessions end as lost), waits for
+// those ends and returns ctx.Err().
+func (r *Registry) endAll(ctx context.Context, running []*session.Session) error {
+	for _, s := range running {
+		s.Terminate(session.ReasonKilled)
+	}
+	for i, s := range running {
+		select {
+		case <-s.Done():
+			continue
+		case <-ctx.Done():
+		}
+		if r.nodes != nil {
+			// A hung node must not hold Close: its sessions end as lost.
+			r.nodes.Close()
+		}
+		for _, s := range running[i:] {
+			s.ForceKill(session.ReasonKilled)
+		}
+		for _, s := range running[i:] {
+			<-s.Done()
+		}
+		return ctx.Err()
+	}
+	return nil
+}
+
+// releaseContainment stops the watchdogs and removes the registry's
+// cgroups and limit directories, once every session has ended.
+func (r *Registry) releaseContainment() {
+	r.watchdog.Close()
+	if r.cgroups != nil {
+		_ = r.cgroups.Remove()
+	}
+	r.limits.Remove()
 }
 
 // awaitNotifier waits for the notification goroutine. When ctx ends while
