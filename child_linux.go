@@ -197,53 +197,11 @@ func scriptFile(script string) (*os.File, error) {
 // descriptor is closed.
 func startChild(spec *spawnSpec) (sp *spawned, err error) {
 	cmd := &exec.Cmd{Path: spec.path, Args: spec.args, Dir: spec.dir, Env: spec.env}
-	var closeAfterStart, closeOnError []*os.File
-	defer func() {
-		for _, f := range closeAfterStart {
-			_ = f.Close()
-		}
-		if err != nil {
-			for _, f := range closeOnError {
-				_ = f.Close()
-			}
-		}
-	}()
+	var fl spawnFiles
+	defer func() { fl.done(err != nil) }()
 	sp = &spawned{}
-	if spec.pty {
-		master, tty, err := openPTY(spec.cols, spec.rows)
-		if err != nil {
-			return nil, fmt.Errorf("open pty: %w", err)
-		}
-		closeAfterStart = append(closeAfterStart, tty)
-		closeOnError = append(closeOnError, master)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-		sp.ttyName = tty.Name()
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-		sp.outputs = []io.Reader{master}
-		sp.stdin = master
-	} else {
-		for range 2 {
-			r, w, err := outputPipe()
-			if err != nil {
-				return nil, err
-			}
-			closeAfterStart = append(closeAfterStart, w)
-			closeOnError = append(closeOnError, r)
-			sp.outputs = append(sp.outputs, r)
-		}
-		// The child's ends are the write ends.
-		cmd.Stdout, cmd.Stderr = closeAfterStart[0], closeAfterStart[1]
-		if spec.stdinPipe {
-			r, w, err := os.Pipe()
-			if err != nil {
-				return nil, err
-			}
-			closeAfterStart = append(closeAfterStart, r)
-			closeOnError = append(closeOnError, w)
-			cmd.Stdin = r
-			sp.stdin = w
-		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := fl.stdio(cmd, spec, sp); err != nil {
+		return nil, err
 	}
 	if spec.pdeathsig {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
@@ -257,30 +215,8 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 			cmd.SysProcAttr.Unshareflags = unix.CLONE_NEWCGROUP
 		}
 	}
-	if spec.script != "" {
-		f, err := scriptFile(spec.script)
-		if err != nil {
-			return nil, fmt.Errorf("pass the command to the shell: %w", err)
-		}
-		closeAfterStart = append(closeAfterStart, f)
-		cmd.ExtraFiles = []*os.File{f} // the child's fd 3
-	}
-	if spec.stateFile != nil {
-		// The child's fd 4; fd 3 stays closed without a script.
-		files := []*os.File{nil, spec.stateFile}
-		if len(cmd.ExtraFiles) > 0 {
-			files[0] = cmd.ExtraFiles[0]
-		}
-		cmd.ExtraFiles = files
-	}
-	if spec.sandbox != nil {
-		argv := append([]string{spec.path}, spec.args[1:]...)
-		path, args, files, owned, err := spec.sandbox.Command(argv, spec.sandboxDir, spec.sandboxReadOnly, spec.pty, cmd.ExtraFiles)
-		if err != nil {
-			return nil, err
-		}
-		closeAfterStart = append(closeAfterStart, owned...)
-		cmd.Path, cmd.Args, cmd.ExtraFiles = path, args, files
+	if err := fl.extras(cmd, spec); err != nil {
+		return nil, err
 	}
 	contain.CloseOnExecAbove2()
 	if err := cmd.Start(); err != nil {
@@ -298,6 +234,100 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 	}
 	sp.child = c
 	return sp, nil
+}
+
+// spawnFiles are the descriptors a spawn opens: the child's ends, closed
+// once it started, and ours, closed too when the spawn fails.
+type spawnFiles struct {
+	afterStart, onError []*os.File
+}
+
+// done closes the child's ends, and ours when the spawn failed.
+func (fl *spawnFiles) done(failed bool) {
+	for _, f := range fl.afterStart {
+		_ = f.Close()
+	}
+	if failed {
+		for _, f := range fl.onError {
+			_ = f.Close()
+		}
+	}
+}
+
+// stdio gives the child its terminal (a new session with it as the
+// controlling terminal) or its pipes (a process group of its own), and sp
+// the ends the session reads and writes.
+func (fl *spawnFiles) stdio(cmd *exec.Cmd, spec *spawnSpec, sp *spawned) error {
+	if spec.pty {
+		master, tty, err := openPTY(spec.cols, spec.rows)
+		if err != nil {
+			return fmt.Errorf("open pty: %w", err)
+		}
+		fl.afterStart = append(fl.afterStart, tty)
+		fl.onError = append(fl.onError, master)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+		sp.ttyName = tty.Name()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		sp.outputs = []io.Reader{master}
+		sp.stdin = master
+		return nil
+	}
+	var ends []*os.File
+	for range 2 {
+		r, w, err := outputPipe()
+		if err != nil {
+			return err
+		}
+		fl.afterStart = append(fl.afterStart, w)
+		fl.onError = append(fl.onError, r)
+		sp.outputs = append(sp.outputs, r)
+		ends = append(ends, w)
+	}
+	// The child's ends are the write ends.
+	cmd.Stdout, cmd.Stderr = ends[0], ends[1]
+	if spec.stdinPipe {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		fl.afterStart = append(fl.afterStart, r)
+		fl.onError = append(fl.onError, w)
+		cmd.Stdin = r
+		sp.stdin = w
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return nil
+}
+
+// extras hands the child its script (fd 3) and shell-state file (fd 4),
+// and wraps the command in bubblewrap for a sandboxed spawn.
+func (fl *spawnFiles) extras(cmd *exec.Cmd, spec *spawnSpec) error {
+	if spec.script != "" {
+		f, err := scriptFile(spec.script)
+		if err != nil {
+			return fmt.Errorf("pass the command to the shell: %w", err)
+		}
+		fl.afterStart = append(fl.afterStart, f)
+		cmd.ExtraFiles = []*os.File{f} // the child's fd 3
+	}
+	if spec.stateFile != nil {
+		// The child's fd 4; fd 3 stays closed without a script.
+		files := []*os.File{nil, spec.stateFile}
+		if len(cmd.ExtraFiles) > 0 {
+			files[0] = cmd.ExtraFiles[0]
+		}
+		cmd.ExtraFiles = files
+	}
+	if spec.sandbox != nil {
+		argv := append([]string{spec.path}, spec.args[1:]...)
+		path, args, files, owned, err := spec.sandbox.Command(argv, spec.sandboxDir, spec.sandboxReadOnly, spec.pty, cmd.ExtraFiles)
+		if err != nil {
+			return err
+		}
+		fl.afterStart = append(fl.afterStart, owned...)
+		cmd.Path, cmd.Args, cmd.ExtraFiles = path, args, files
+	}
+	return nil
 }
 
 // members lists the session's live processes other than the leader: its
