@@ -16,13 +16,12 @@ import (
 // sandbox with Config.Sandbox, the nodes with host "node". An exec call
 // only picks one of them (pick).
 type hostSet struct {
-	kind      string      // Config.Host as resolved: gateway, sandbox or node
-	gateway   host.Host   // this machine
-	sandbox   host.Host   // nil without Config.Sandbox
-	nodes     nodeHosts   // nil without nodes
-	nodeNames []string    // the configured nodes, sorted
-	defNode   string      // the default node's name, "" for none
-	placer    host.Placer // the sandbox's workdir check; nil without one
+	kind      string    // Config.Host as resolved: gateway, sandbox or node
+	gateway   host.Host // this machine
+	sandbox   host.Host // nil without Config.Sandbox
+	nodes     nodeHosts // nil without nodes
+	nodeNames []string  // the configured nodes, sorted
+	defNode   string    // the default node's name, "" for none
 }
 
 // nodeHosts is the SSH nodes' hosts and connections (internal/host/ssh's
@@ -38,8 +37,7 @@ func newHostSet(r *Registry) hostSet {
 	gw := &gatewayHost{r: r}
 	hs := hostSet{kind: r.cfg.host, gateway: gw, nodes: r.nodes, nodeNames: nodeNames(r.cfg.nodes), defNode: r.cfg.defaultNode}
 	if p := r.cfg.sandbox; p != nil {
-		sb := &sandboxHost{local: gw, plan: p}
-		hs.sandbox, hs.placer = sb, sb
+		hs.sandbox = &sandboxHost{local: gw, plan: p}
 	}
 	return hs
 }
