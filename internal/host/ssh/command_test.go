@@ -144,7 +144,7 @@ func TestNodeWrapper(t *testing.T) {
 func TestNodeStateFile(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	const tag = "0123456789abcdef"
+	const tag = "0123456789abcde3" // each test its own: the kill tests kill every process with theirs
 	base := []string{"PATH=" + os.Getenv("PATH"), "SHELL=/bin/sh", "TMPDIR=" + tmp, "HOME=/"}
 	cmd := StatePrologue(tag) + "cd " + tmp + "; export NEWVAR='a b'"
 	_, stderr := runLocal(t, nodeCommand("", "", "", "", cmd, "c", "-", tag, nil), base)
@@ -169,7 +169,7 @@ func TestNodeStateFile(t *testing.T) {
 
 func TestValidStatePath(t *testing.T) {
 	t.Parallel()
-	const tag = "0123456789abcdef"
+	const tag = "0123456789abcde4" // each test its own: the kill tests kill every process with theirs
 	for path, want := range map[string]bool{
 		"/tmp/bgexec-state-" + tag + ".Ab12_x":      true,
 		"-":                                         false,

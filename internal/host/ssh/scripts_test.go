@@ -53,7 +53,7 @@ func TestNodeKillAfterLossSparesOtherProcesses(t *testing.T) {
 // stale session still holds; it must survive every script.
 func TestNodeSignalsSpareAGroupThatReusedTheID(t *testing.T) {
 	t.Parallel()
-	const tag = "0123456789abcdef"
+	const tag = "0123456789abcde2" // each test its own: the kill tests kill every process with theirs
 	orphanGroup := func(env []string) (pgid, member int) {
 		t.Helper()
 		c := exec.Command("/bin/sh", "-c", "sleep 1000 >/dev/null 2>&1 & echo $!")
