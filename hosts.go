@@ -90,16 +90,12 @@ func (g *gatewayHost) Name() string { return "gateway" }
 
 // Start starts spec on this machine.
 func (g *gatewayHost) Start(_ context.Context, spec *host.Spec) (*host.Started, error) {
-	ls, err := g.localSpec(spec)
-	if err != nil {
-		return nil, err
-	}
-	return g.start(ls, spec, "")
+	return g.start(g.localSpec(spec), spec, "")
 }
 
 // localSpec turns spec into the spawn of the configured shell on this
 // machine: its argv (or script), environment and state descriptor.
-func (g *gatewayHost) localSpec(spec *host.Spec) (*spawnSpec, error) {
+func (g *gatewayHost) localSpec(spec *host.Spec) *spawnSpec {
 	st := &g.r.cfg
 	command := spec.Command
 	var stateFile *os.File
@@ -142,7 +138,7 @@ func (g *gatewayHost) localSpec(spec *host.Spec) (*spawnSpec, error) {
 	if len(spec.Env.Added) > 0 {
 		ls.env = host.SetEnv(ls.env, spec.Env.Added)
 	}
-	return ls, nil
+	return ls
 }
 
 // start spawns ls (retrying on pipes when no terminal could be opened)
@@ -228,10 +224,7 @@ func (s *sandboxHost) Start(_ context.Context, spec *host.Spec) (*host.Started, 
 		}
 		pl = spec.Prepared.(sandboxPlaced)
 	}
-	ls, err := s.local.localSpec(spec)
-	if err != nil {
-		return nil, err
-	}
+	ls := s.local.localSpec(spec)
 	ls.sandbox, ls.sandboxDir, ls.sandboxReadOnly = s.plan, pl.real, pl.readOnly
 	ls.env = s.plan.Environ(ls.env, pl.real, pl.readOnly)
 	return s.local.start(ls, spec, s.plan.ReadOnlyHint(spec.Dir, pl.readOnly))

@@ -11,7 +11,8 @@
 //
 // What only some hosts can do is an optional interface, found on the
 // started process ([Resizer], [PortProber], [UsageReader], [EscapeWatcher],
-// [EndUsager], [Namer]) or on the host ([Preparer], [Placer]), so the tool
+// [Container], [EndUsager], [PeakReporter]) or on the host ([Preparer],
+// [Placer]), so the tool
 // layer asks for an ability by name and never for a concrete host type.
 package host
 
@@ -168,8 +169,8 @@ type PeakReporter interface {
 }
 
 // EscapeWatcher is a started process whose host can tell which of its
-// processes left it (process-group containment, without a cgroup): Watch,
-// called before a kill, remembers its processes; the returned function,
+// processes left it (process-group containment, without a cgroup):
+// WatchEscapes, called before a kill, remembers its processes; the returned function,
 // called after the session ended, returns a warning naming any that
 // survived, or "". A nil function means there is nothing to watch (a
 // cgroup kill ends them all).
