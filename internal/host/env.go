@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // SetEnv returns env with each "KEY=VALUE" of extra set: an entry of env
@@ -33,12 +34,28 @@ func PortNames(ports []Listener) []string {
 }
 
 // MiddleTruncate shortens s when it is longer than n characters to
-// "abc...xyz", with (n-3)/2 characters on each side.
+// "abc...xyz", with (n-3)/2 characters on each side. It reads at most
+// n+1 characters from the front and (n-3)/2 from the back, so a long s
+// (a 10 MB command) costs no more than a short one.
 func MiddleTruncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
+	head, count := 0, 0 // byte offset after the first side characters
+	side := (n - 3) / 2
+	for i := range s {
+		if count == side {
+			head = i
+		}
+		count++
+		if count > n {
+			break
+		}
+	}
+	if count <= n {
 		return s
 	}
-	side := (n - 3) / 2
-	return string(r[:side]) + "..." + string(r[len(r)-side:])
+	tail := len(s)
+	for range side {
+		_, size := utf8.DecodeLastRuneInString(s[:tail])
+		tail -= size
+	}
+	return s[:head] + "..." + s[tail:]
 }
