@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bgexec/bgexec/internal/contain"
+	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/session"
 	"golang.org/x/sys/unix"
 )
@@ -42,6 +43,20 @@ type osChild struct {
 	sent    syscall.Signal  // the last signal other than SIGKILL sent to a wrapped command
 	peak    int64           // the cgroup's peak memory, read by Release; -1 unknown; guarded by mu
 }
+
+// What an osChild is to its session and to the tool layer: checked here,
+// so that no capability goes missing unnoticed.
+var (
+	_ session.Process       = (*osChild)(nil)
+	_ session.Lingerer      = (*osChild)(nil)
+	_ session.TreeLister    = (*osChild)(nil)
+	_ session.LimitReporter = (*osChild)(nil)
+	_ host.UsageReader      = (*osChild)(nil)
+	_ host.EscapeWatcher    = (*osChild)(nil)
+	_ host.Container        = (*osChild)(nil)
+	_ host.EndUsager        = (*osChild)(nil)
+	_ host.PeakReporter     = (*osChild)(nil)
+)
 
 func (c *osChild) Pid() int { return c.leader }
 

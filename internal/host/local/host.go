@@ -100,6 +100,8 @@ func New(opts Options) (*Host, error) {
 	return h, nil
 }
 
+var _ host.Host = (*Host)(nil)
+
 // Name is "gateway".
 func (h *Host) Name() string { return "gateway" }
 

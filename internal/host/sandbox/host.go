@@ -19,6 +19,12 @@ type Host struct {
 	plan  *Plan
 }
 
+var (
+	_ host.Host     = (*Host)(nil)
+	_ host.Placer   = (*Host)(nil)
+	_ host.Preparer = (*Host)(nil)
+)
+
 // NewHost returns the sandbox host of plan, starting its commands through
 // l. l stays the caller's: it is closed by whoever made it.
 func NewHost(l *local.Host, plan *Plan) *Host {
