@@ -59,7 +59,7 @@ func helperCgroupEscapeHost(rest []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if reg.cgroups == nil {
+	if cgroupRoot(reg) == nil {
 		fmt.Println("nocgroup")
 		_ = reg.Close(ctx)
 		return 0

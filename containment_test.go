@@ -57,8 +57,8 @@ func TestCgroupContainment(t *testing.T) {
 		t.Skip("no cgroup v2 here:", err)
 	}
 	reg := newTestRegistry(t, Config{Containment: ContainmentRequired, KillGrace: 500 * time.Millisecond})
-	require.NotNil(t, reg.cgroups)
-	root := reg.cgroups.Dir()
+	require.NotNil(t, cgroupRoot(reg))
+	root := cgroupRoot(reg).Dir()
 	sc := reg.Scope("a")
 
 	id := startBackground(t, sc, &ExecRequest{Command: "setsid sleep 300 & echo escaper $!; " + helper("hang")})
@@ -78,7 +78,7 @@ func TestCgroupContainment(t *testing.T) {
 	assert.True(t, pidGone(t, pid), "the setsid escaper ended with the cgroup")
 	waitExit(t, sc, id)
 	if _, err := os.Stat(dirs[0]); err == nil {
-		assert.Equal(t, []string{dirs[0]}, spareCgroups(reg.cgroups), "the emptied session cgroup is removed or kept as a spare")
+		assert.Equal(t, []string{dirs[0]}, spareCgroups(cgroupRoot(reg)), "the emptied session cgroup is removed or kept as a spare")
 		pop, err := contain.Populated(dirs[0])
 		assert.NoError(t, err)
 		assert.False(t, pop, "a spare cgroup is empty")
@@ -99,7 +99,7 @@ func TestSessionCgroupsAreReused(t *testing.T) {
 		t.Skip("no cgroup v2 here:", err)
 	}
 	reg := newTestRegistry(t, Config{Containment: ContainmentRequired})
-	root := reg.cgroups.Dir()
+	root := cgroupRoot(reg).Dir()
 	sc := reg.Scope("a")
 	// The session sees its cgroup as its namespace's root: read where it
 	// runs from here.
@@ -124,7 +124,7 @@ func TestSessionCgroupsAreReused(t *testing.T) {
 		mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 		waitExit(t, sc, id)
 	}
-	spare := spareCgroups(reg.cgroups)
+	spare := spareCgroups(cgroupRoot(reg))
 	assert.Len(t, spare, contain.MaxSpares, "emptied cgroups kept for reuse")
 	dirs, _ := filepath.Glob(filepath.Join(root, "s-*"))
 	assert.ElementsMatch(t, spare, dirs, "every other session cgroup is removed")
@@ -135,7 +135,7 @@ func TestSessionCgroupsAreReused(t *testing.T) {
 	assert.Contains(t, spare, filepath.Join(root, cgroupOf(res.Details.Matched)))
 	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	waitExit(t, sc, id)
-	assert.Len(t, spareCgroups(reg.cgroups), contain.MaxSpares, "and gives it back when it ends")
+	assert.Len(t, spareCgroups(cgroupRoot(reg)), contain.MaxSpares, "and gives it back when it ends")
 
 	require.NoError(t, reg.Close(testCtx(t)))
 	_, err := os.Stat(root)
@@ -159,8 +159,8 @@ func TestKilledCgroupsAreNotReused(t *testing.T) {
 	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	res := waitExit(t, sc, id)
 	require.Equal(t, "SIGKILL", res.Details.ExitSignal, "the grace ran out: %s", res.Text())
-	require.True(t, s.Process().(*osChild).cg.Killed(), "the cgroup was killed")
-	assert.NotContains(t, spareCgroups(reg.cgroups), s.Process().(*osChild).cg.Dir())
+	require.True(t, cgroupOf(s).Killed(), "the cgroup was killed")
+	assert.NotContains(t, spareCgroups(cgroupRoot(reg)), cgroupOf(s).Dir())
 	for range 2 * contain.MaxSpares {
 		res := mustExec(t, sc, &ExecRequest{Command: "echo ok"})
 		require.Equal(t, "ok", res.Text())
@@ -284,13 +284,13 @@ func helperExhaustedKill(rest []string) int {
 	}
 	s := sessionOf(reg, id)
 	dirty := ""
-	if reg.cgroups != nil {
-		dirty = s.Process().(*osChild).cg.Dir()
+	if cgroupRoot(reg) != nil {
+		dirty = cgroupOf(s).Dir()
 	}
 	// The session frees its pipes and pidfd before it looks at its cgroup
 	// for the last time: those slots must not help it.
 	first := -1
-	for _, f := range append(s.Outputs(), s.Process().(*osChild).pidfd) {
+	for _, f := range append(s.Outputs(), pidfdOf(s)) {
 		rc, err := f.(*os.File).SyscallConn()
 		if err != nil {
 			fmt.Println("fd:", err)
@@ -318,7 +318,7 @@ func helperExhaustedKill(rest []string) int {
 	fmt.Println("escaper alive after the kill:", survived)
 
 	if dirty != "" {
-		fmt.Println("kept as a spare:", slices.Contains(spareCgroups(reg.cgroups), dirty))
+		fmt.Println("kept as a spare:", slices.Contains(spareCgroups(cgroupRoot(reg)), dirty))
 		// The session sees its cgroup as "/": look from here.
 		next, err := sc.Exec(ctx, &ExecRequest{Command: "echo pid $$; exec sleep 300", Background: true})
 		if err != nil {
@@ -382,35 +382,6 @@ func TestKillFailsClosedWithoutDescriptors(t *testing.T) {
 			assert.Equal(t, "true", got["escaper killed once descriptors are back"])
 		})
 	}
-}
-
-// Only ESRCH means a process group is gone; a cgroup kill that failed is
-// kept for release to report.
-func TestProcessGroupChecksFailClosed(t *testing.T) {
-	t.Parallel()
-	// Above the largest pid_max (2^22): no such group can exist.
-	const noGroup = 1<<22 + 1
-	t.Run("a group that does not exist is gone", func(t *testing.T) {
-		c := &osChild{leader: noGroup}
-		assert.NoError(t, c.SignalGroup(unix.SIGKILL))
-		assert.NoError(t, c.Release())
-	})
-	t.Run("a failed cgroup kill is reported by signalGroup and release", func(t *testing.T) {
-		root, err := contain.NewRoot()
-		if err != nil {
-			t.Skip("cgroup v2 containment is not available here:", err)
-		}
-		defer func() { assert.NoError(t, root.Remove()) }()
-		cg, err := root.NewSession()
-		require.NoError(t, err)
-		cg.CloseFD()
-		require.NoError(t, unix.Rmdir(cg.Dir())) // its files are gone
-		c := &osChild{leader: noGroup, cg: cg}
-		assert.ErrorIs(t, c.SignalGroup(unix.SIGKILL), os.ErrNotExist)
-		assert.ErrorIs(t, c.Release(), os.ErrNotExist)
-		assert.Len(t, root.Dirty(), 1)
-	})
-	// The /proc checks themselves are tested in internal/contain.
 }
 
 // cgroup2Of returns the cgroup v2 path of a live process, as this process

@@ -117,7 +117,7 @@ func runEscapers(t *testing.T, c Containment) []escaperResult {
 		}
 	})
 	if c == ContainmentAuto {
-		require.NotNil(t, reg.cgroups, "cgroups are available, so Auto uses them")
+		require.NotNil(t, cgroupRoot(reg), "cgroups are available, so Auto uses them")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -167,7 +167,7 @@ func runEscapers(t *testing.T, c Containment) []escaperResult {
 			case "double":
 				assert.Equal(t, leader.pgid, st.pgid, "the double fork stays in the group")
 			}
-			if reg.cgroups != nil {
+			if cgroupRoot(reg) != nil {
 				dir := sessionCgroupOf(t, reg, pids[kind])
 				require.NotEmpty(t, dir, "%s escaper %d is in a session cgroup", kind, pids[kind])
 				if r.cgDir == "" {
@@ -180,7 +180,7 @@ func runEscapers(t *testing.T, c Containment) []escaperResult {
 
 	// End every session but the Close ones, concurrently, then Close.
 	bound := 10 * time.Second // escapers must be gone by then (cgroups)
-	if reg.cgroups == nil {
+	if cgroupRoot(reg) == nil {
 		bound = 2 * time.Second // how long a survivor is given to end on its own
 	}
 	check := func(r *run) {
@@ -191,7 +191,7 @@ func runEscapers(t *testing.T, c Containment) []escaperResult {
 		if r.cgDir != "" {
 			if _, err := os.Stat(r.cgDir); err == nil {
 				// An emptied cgroup that was never killed may be kept for reuse.
-				assert.Contains(t, spareCgroups(reg.cgroups), r.cgDir, "the session cgroup of %s (%s) is removed or kept as a spare", r.id, r.way)
+				assert.Contains(t, spareCgroups(cgroupRoot(reg)), r.cgDir, "the session cgroup of %s (%s) is removed or kept as a spare", r.id, r.way)
 				pop, err := contain.Populated(r.cgDir)
 				assert.NoError(t, err)
 				assert.False(t, pop, "the spare cgroup of %s (%s) is empty", r.id, r.way)
@@ -215,8 +215,8 @@ func runEscapers(t *testing.T, c Containment) []escaperResult {
 	}
 	wg.Wait()
 	cgRoot := ""
-	if reg.cgroups != nil {
-		cgRoot = reg.cgroups.Dir()
+	if cgroupRoot(reg) != nil {
+		cgRoot = cgroupRoot(reg).Dir()
 	}
 	require.NoError(t, reg.Close(ctx))
 	closed = true
@@ -260,8 +260,8 @@ func sessionCgroupOf(t *testing.T, reg *Registry, pid int) string {
 		if !ok {
 			continue
 		}
-		if filepath.Base(filepath.Dir(rel)) == filepath.Base(reg.cgroups.Dir()) {
-			return filepath.Join(reg.cgroups.Dir(), filepath.Base(rel))
+		if filepath.Base(filepath.Dir(rel)) == filepath.Base(cgroupRoot(reg).Dir()) {
+			return filepath.Join(cgroupRoot(reg).Dir(), filepath.Base(rel))
 		}
 	}
 	return ""

@@ -3,7 +3,11 @@
 package bgexec
 
 import (
+	"os"
+
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host"
+	"github.com/bgexec/bgexec/internal/host/local"
 	"github.com/bgexec/bgexec/internal/host/sandbox"
 	"github.com/bgexec/bgexec/internal/session"
 )
@@ -35,4 +39,40 @@ func setHost(reg *Registry, h host.Host) {
 	if reg.hosts.sandbox != nil {
 		reg.hosts.sandbox = h
 	}
+}
+
+// The gateway host's command-line limit, and its shell-state prologue
+// and bound.
+const (
+	maxArgCommand = local.MaxArgCommand
+	statePrologue = local.StatePrologue
+	stateMaxBytes = local.StateMaxBytes
+)
+
+// cgroupRoot is reg's cgroup, nil without cgroup containment.
+func cgroupRoot(reg *Registry) *contain.Root { return reg.hosts.machine.Cgroups() }
+
+// limiterOf is what applies reg's limits.
+func limiterOf(reg *Registry) *contain.Limiter { return reg.hosts.machine.Limiter() }
+
+// watchdogOf is reg's watchdog.
+func watchdogOf(reg *Registry) *contain.Watchdog { return reg.hosts.machine.Watchdog() }
+
+// cgroupOf is the cgroup of a gateway or sandbox session, nil without one.
+func cgroupOf(s *session.Session) *contain.Cgroup {
+	c, ok := s.Process().(interface{ Cgroup() *contain.Cgroup })
+	if !ok {
+		return nil
+	}
+	return c.Cgroup()
+}
+
+// pidfdOf is the pidfd a gateway or sandbox session waits on, nil
+// without one.
+func pidfdOf(s *session.Session) *os.File {
+	c, ok := s.Process().(interface{ PidFD() *os.File })
+	if !ok {
+		return nil
+	}
+	return c.PidFD()
 }

@@ -73,7 +73,7 @@ func TestWatchdogTakesNoOrdersFromSessions(t *testing.T) {
 		}
 	})
 	for i := range contain.WatchdogCount {
-		wd := reg.watchdog.PidOf(i)
+		wd := watchdogOf(reg).PidOf(i)
 		require.NotZero(t, wd)
 		watchdogTakesNoOrders(t, reg, wd, marker, sibling)
 	}
@@ -106,8 +106,8 @@ func watchdogTakesNoOrders(t *testing.T, reg *Registry, wd int, marker string, s
 		argv, err := os.ReadFile("/proc/" + strconv.Itoa(wd) + "/cmdline")
 		require.NoError(t, err)
 		cgroupDir := ""
-		if reg.cgroups != nil {
-			cgroupDir = reg.cgroups.Dir()
+		if cgroupRoot(reg) != nil {
+			cgroupDir = cgroupRoot(reg).Dir()
 		}
 		assert.Equal(t, strings.Join([]string{"/bin/sh", "-c", contain.WatchdogScript, "bgexec-watchdog", cgroupDir}, "\x00")+"\x00", string(argv))
 		cwd, err := os.Readlink("/proc/" + strconv.Itoa(wd) + "/cwd")

@@ -70,8 +70,8 @@ func TestLeakSuite(t *testing.T) {
 					_ = reg.Close(context.Background())
 				}
 			})
-			if reg.cgroups != nil {
-				cgDirs = append(cgDirs, reg.cgroups.Dir())
+			if cgroupRoot(reg) != nil {
+				cgDirs = append(cgDirs, cgroupRoot(reg).Dir())
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

@@ -300,23 +300,25 @@ type LimitReport struct {
 	Reason string
 }
 
-// startLimits decides how the limits are applied and logs what is not.
-// Under ContainmentRequired a limit the Config set that cannot be applied
-// is an error; the default task limit only warns.
-func startLimits(cg *contain.Root, cgErr error, st *settings, required bool) (*contain.Limiter, ContainmentReport, error) {
-	lim := st.limits
-	l := contain.NewLimiter(cg, cgErr, contain.Limits{MemoryBytes: lim.MemoryBytes, Tasks: lim.Tasks, TasksSet: st.tasksSet, CPU: lim.CPU})
-	rep := containmentReport(l.Report(), lim)
-	all, explicit := limitWarnings(&rep, l.Report().BudgetWarning, st.tasksSet)
-	if required && len(explicit) > 0 {
-		l.Remove()
-		return nil, ContainmentReport{}, fmt.Errorf("bgexec: containment required: %s", strings.Join(explicit, "; "))
+// limitsCheck returns the gateway host's check of what its limiter found
+// (see local.Options.Check): it sets *rep, the public report, and logs
+// the limits not applied. Under ContainmentRequired a limit the Config
+// set that cannot be applied is an error; the default task limit only
+// warns.
+func limitsCheck(st *settings, required bool, rep *ContainmentReport) func(contain.Report) error {
+	return func(found contain.Report) error {
+		r := containmentReport(found, st.limits)
+		all, explicit := limitWarnings(&r, found.BudgetWarning, st.tasksSet)
+		if required && len(explicit) > 0 {
+			return fmt.Errorf("containment required: %s", strings.Join(explicit, "; "))
+		}
+		r.Warnings = all
+		for _, w := range all {
+			st.logger.Warn(w)
+		}
+		*rep = r
+		return nil
 	}
-	rep.Warnings = all
-	for _, w := range all {
-		st.logger.Warn(w)
-	}
-	return l, rep, nil
 }
 
 // containmentReport is the public form of what the limiter found for the

@@ -23,22 +23,9 @@ func BenchmarkExecLimits(b *testing.B) {
 	b.Run("exec", func(b *testing.B) {
 		lim := newBenchRegistry(b, cfg).Scope("bench")
 		bare := newBenchRegistry(b, cfg)
-		// Before any spawn, when nothing reads it yet: spawnContained
-		// without the limits' Attach.
-		bare.spawn = func(spec *spawnSpec) (*spawned, error) {
-			cg, err := bare.cgroups.NewSession()
-			if err != nil {
-				return nil, err
-			}
-			spec.cgroup = cg
-			sp, err := bare.spawnChild(spec)
-			if err != nil {
-				_ = cg.Remove(0) // Best effort: nothing started in it.
-				return nil, err
-			}
-			cg.CloseFD()
-			return sp, nil
-		}
+		// Before any spawn: bare session cgroups, without the limits'
+		// Attach.
+		bare.hosts.machine.DropLimits()
 		base := bare.Scope("bench")
 		var p benchPair
 		for i := 0; b.Loop(); i++ {

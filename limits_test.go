@@ -191,10 +191,9 @@ func TestLimitsCPUHogIsThrottled(t *testing.T) {
 // throttledPeriods reads nr_throttled of the session's CPU controller.
 func throttledPeriods(t *testing.T, s *session.Session) int64 {
 	t.Helper()
-	c, ok := s.Process().(*osChild)
-	require.True(t, ok)
-	require.NotNil(t, c.cg)
-	dir := c.cg.ControllerDir("cpu")
+	cg := cgroupOf(s)
+	require.NotNil(t, cg)
+	dir := cg.ControllerDir("cpu")
 	require.NotEmpty(t, dir, "the session's cgroup has a CPU controller")
 	return contain.ReadKey(filepath.Join(dir, "cpu.stat"), "nr_throttled")
 }
@@ -204,22 +203,22 @@ func throttledPeriods(t *testing.T, s *session.Session) int64 {
 func TestLimitsStaleV1DirectoriesRemoved(t *testing.T) {
 	t.Parallel()
 	reg := limitedRegistry(t, Config{})
-	if len(reg.limits.V1()) == 0 {
+	if len(limiterOf(reg).V1()) == 0 {
 		t.Skip("no cgroup v1 hierarchy in use here")
 	}
 	dead := exec.Command("true")
 	require.NoError(t, dead.Run())
-	home := filepath.Dir(reg.limits.V1()[0].Dir)
+	home := filepath.Dir(limiterOf(reg).V1()[0].Dir)
 	stale := filepath.Join(home, fmt.Sprintf("bgexec-%d-deadbeef", dead.Process.Pid))
 	require.NoError(t, os.Mkdir(stale, 0o755))
 	require.NoError(t, os.Mkdir(filepath.Join(stale, "s-0123"), 0o755))
 	next := limitedRegistry(t, Config{})
-	require.NotEmpty(t, next.limits.V1())
+	require.NotEmpty(t, limiterOf(next).V1())
 	_, err := os.Stat(stale)
 	assert.ErrorIs(t, err, os.ErrNotExist, "the dead host's directory is removed")
 	// And a registry's own directories go with its Close.
 	dirs := []string{}
-	for _, h := range next.limits.V1() {
+	for _, h := range limiterOf(next).V1() {
 		dirs = append(dirs, h.Dir)
 	}
 	mustExec(t, next.Scope("a"), &ExecRequest{Command: "true"})
@@ -245,43 +244,4 @@ func TestLimitsTexts(t *testing.T) {
 	assert.Equal(t, "  [:3000, :5173, 412 MiB]", r.listSuffix())
 	assert.Equal(t, "", (&Resources{Ports: []Listener{}}).listSuffix())
 	assert.Equal(t, " Its listening ports :3000, :5173 are closed.", closedPortsNote(r.portNames()))
-}
-
-// On a hybrid host the child enters its cgroup v1 directories before its
-// first instruction (it is forked from a thread that is in them), so
-// even the first process it forks is inside; and no thread of the host
-// stays in a session's cgroups afterwards. Not parallel: another test's
-// spawn would have a thread in its session's cgroups for a moment.
-func TestLimitsV1MembershipFromTheForkingThread(t *testing.T) {
-	skipInSandboxSuite(t, "it reads /proc/self/cgroup, which a cgroup namespace shows as \"/\"; TestLimitsMemoryHogIsKilled covers the limits inside")
-	reg := limitedRegistry(t, Config{Limits: Limits{MemoryBytes: 256 << 20, Tasks: 100, CPU: 2}})
-	if len(reg.limits.V1()) == 0 {
-		t.Skip("no cgroup v1 hierarchy in use here")
-	}
-	sc := reg.Scope("agent:v1")
-	// The shell's first fork is born in the session's cgroups. The session
-	// sees them as its namespace's root ("/"): look from here.
-	id := startBackground(t, sc, &ExecRequest{Command: "sleep 300 & echo child $!; wait"})
-	res := waitFor(t, sc, id, `^child \d+$`)
-	b, err := os.ReadFile("/proc/" + strings.TrimPrefix(res.Details.Matched, "child ") + "/cgroup")
-	require.NoError(t, err)
-	for _, h := range reg.limits.V1() {
-		name := filepath.Base(h.Dir)
-		assert.Regexp(t, `(?m)^\d+:([a-z,]*,)?`+h.Controller+`(,[a-z,]*)?:\S*/`+name+`/s-[0-9a-f]+$`, string(b), h.Controller)
-	}
-	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
-	waitExit(t, sc, id)
-	// Many spawns later, every host thread is back home.
-	for range 20 {
-		mustExec(t, sc, &ExecRequest{Command: "true"})
-	}
-	tasks, err := filepath.Glob("/proc/self/task/*/cgroup")
-	require.NoError(t, err)
-	for _, f := range tasks {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // the thread ended
-		}
-		assert.NotContains(t, string(b), "/bgexec-", "%s is still in a session's cgroup", f)
-	}
 }

@@ -355,7 +355,7 @@ func killedCgroupHost(base string) int {
 		return 1
 	}
 	defer func() { _ = reg.Close(ctx) }()
-	fmt.Println("cgroups:", reg.cgroups != nil)
+	fmt.Println("cgroups:", cgroupRoot(reg) != nil)
 	res, err := reg.Scope("a").Exec(ctx, &ExecRequest{Command: "echo ok"})
 	if err != nil {
 		fmt.Println("exec error:", err)

@@ -1,7 +1,5 @@
 package bgexec
 
-import "strings"
-
 // NonInteractiveEnv returns the environment entries ("KEY=VALUE") that
 // [Config.NonInteractive] adds to every child, a fresh slice each call:
 //
@@ -26,25 +24,4 @@ func NonInteractiveEnv() []string {
 		"DEBIAN_FRONTEND=noninteractive",
 		"PIP_NO_INPUT=1",
 	}
-}
-
-// withDefaults returns environ with defaults ("K=V") set over the
-// inherited values of the same keys; a per-call env merged afterwards
-// still wins.
-func withDefaults(environ, defaults []string) []string {
-	if len(defaults) == 0 {
-		return environ
-	}
-	keys := make(map[string]bool, len(defaults))
-	for _, d := range defaults {
-		k, _, _ := strings.Cut(d, "=")
-		keys[k] = true
-	}
-	out := make([]string, 0, len(environ)+len(defaults))
-	for _, e := range environ {
-		if k, _, _ := strings.Cut(e, "="); !keys[k] {
-			out = append(out, e)
-		}
-	}
-	return append(out, defaults...)
 }

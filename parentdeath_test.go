@@ -66,12 +66,12 @@ func helperOwnRegistry(rest []string) int {
 	if len(rest) > 1 && rest[1] == "kill-watchdog" {
 		// Someone kills the watchdog: the registry must start another one
 		// that knows every group.
-		old := reg.watchdog.Pid()
+		old := watchdogOf(reg).Pid()
 		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 			fmt.Fprintln(os.Stderr, "kill watchdog:", err)
 			return 1
 		}
-		for p := reg.watchdog.Pid(); p == old || p == 0; p = reg.watchdog.Pid() {
+		for p := watchdogOf(reg).Pid(); p == old || p == 0; p = watchdogOf(reg).Pid() {
 			if ctx.Err() != nil {
 				fmt.Fprintln(os.Stderr, "no new watchdog")
 				return 1
@@ -79,9 +79,9 @@ func helperOwnRegistry(rest []string) int {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	fmt.Printf("watchdog %d\n", reg.watchdog.Pid())
-	if reg.cgroups != nil {
-		fmt.Printf("cgroup %s\n", reg.cgroups.Dir())
+	fmt.Printf("watchdog %d\n", watchdogOf(reg).Pid())
+	if cgroupRoot(reg) != nil {
+		fmt.Printf("cgroup %s\n", cgroupRoot(reg).Dir())
 	}
 	fmt.Println("ready")
 	if len(rest) > 1 && strings.HasPrefix(rest[1], killWatchdogThenHost) {
@@ -89,7 +89,7 @@ func helperOwnRegistry(rest []string) int {
 		// registry has had no time to start another watchdog.
 		gap, _ := strconv.Atoi(strings.TrimPrefix(rest[1], killWatchdogThenHost))
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-		_ = syscall.Kill(reg.watchdog.Pid(), syscall.SIGKILL)
+		_ = syscall.Kill(watchdogOf(reg).Pid(), syscall.SIGKILL)
 		if gap > 0 {
 			time.Sleep(time.Duration(gap) * time.Millisecond)
 		}

@@ -19,21 +19,6 @@ const (
 	DefaultTERM    = "xterm-256color"
 )
 
-// withoutSizeVars drops COLUMNS and LINES from an inherited environment:
-// in a PTY session they would override the terminal's own size (programs
-// prefer them to the size the terminal reports), and the host's values
-// describe the host's terminal, not the session's. A per-call env may
-// still set them.
-func withoutSizeVars(environ []string) []string {
-	out := make([]string, 0, len(environ))
-	for _, e := range environ {
-		if !strings.HasPrefix(e, "COLUMNS=") && !strings.HasPrefix(e, "LINES=") {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // Terminal size bounds for resize, in columns or rows, inclusive.
 const (
 	MinPTYSize = 1

@@ -14,6 +14,7 @@ import (
 	"github.com/bgexec/bgexec/internal/allowlist"
 	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/envpolicy"
+	"github.com/bgexec/bgexec/internal/host/local"
 	"github.com/bgexec/bgexec/internal/host/sandbox"
 	sshhost "github.com/bgexec/bgexec/internal/host/ssh"
 	"github.com/bgexec/bgexec/internal/session"
@@ -32,16 +33,10 @@ type Registry struct {
 	shells shellStates        // each scope's shell state (Config.KeepShellState)
 	spills spillKeeper        // spill quota and kept files (Config.SpillDir)
 	chunks session.ChunkPool
-	spawn  func(*spawnSpec) (*spawned, error) // the gateway's spawnContained; tests substitute fakes
 
-	spawner  spawner
-	watchdog *contain.Watchdog // kills the sessions' groups if this process dies
-	cgroups  *contain.Root     // nil without cgroup containment
 	// quota counts the running sessions (MaxSessions, MaxSessionsPerScope);
-	// limits applies the per-session limits (nil: none can be), and
 	// containment is what Containment reports.
 	quota       quotas
-	limits      *contain.Limiter
 	containment ContainmentReport
 	nodes       nodeHosts // the SSH connections to Config.Nodes; nil without nodes
 	hosts       hostSet   // where commands run, chosen here once
@@ -86,66 +81,92 @@ type Registry struct {
 
 // NewRegistry returns a registry configured by cfg (zero Config = the
 // documented defaults; see [ConfigFromEnv] for the environment variables).
-// It starts three goroutines (the spawner's locked OS thread, the sweeper
-// and the notification goroutine; with Config.Observer, a fourth that
-// delivers its events) and two watchdog processes; the first
-// spawn adds one keeper goroutine per watchdog, and each SSH node
-// connection two more (its reader and its keepalives; one when
-// keepalives are off). Call Close to end them all. Safe for concurrent
-// use: each call makes a registry of its own.
+// It starts three goroutines (the gateway host's spawner, on a locked OS
+// thread, the sweeper and the notification goroutine; with
+// Config.Observer, a fourth that delivers its events) and two watchdog
+// processes; the first spawn adds one keeper goroutine per watchdog, and
+// each SSH node connection two more (its reader and its keepalives; one
+// when keepalives are off). Call Close to end them all. Safe for
+// concurrent use: each call makes a registry of its own.
 func NewRegistry(cfg Config) (*Registry, error) {
-	st, err := resolveConfig(cfg, os.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	rules, err := loadApprovalRules(&st)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Sandbox != nil {
-		if st.sandbox, err = sandbox.New(sandboxConfig(cfg.Sandbox), st.workdir, defaultWorkdir); err != nil {
-			return nil, err
-		}
-	}
-	cg, lim, report, wd, err := startContainment(cfg.Containment, &st)
+	st, rules, err := resolveRegistry(cfg)
 	if err != nil {
 		return nil, err
 	}
 	pol := envpolicy.Default()
 	pol.DroppedKeys = append(pol.DroppedKeys, st.extraBlocked...)
 	pol.OverrideOnlyKeys = append(pol.OverrideOnlyKeys, st.extraOverrides...)
+	sweepKick := make(chan struct{}, 1)
+	var report ContainmentReport
+	m, err := local.New(local.Options{
+		Shell:       st.shell,
+		ShellPath:   st.shellPath,
+		Env:         pol,
+		Containment: localContainment(cfg.Containment),
+		Limits:      contain.Limits{MemoryBytes: st.limits.MemoryBytes, Tasks: st.limits.Tasks, TasksSet: st.tasksSet, CPU: st.limits.CPU},
+		Check:       limitsCheck(&st, cfg.Containment == ContainmentRequired, &report),
+		Kick:        func() { kick(sweepKick) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bgexec: %w", err)
+	}
 	r := &Registry{
-		cfg:       st,
-		env:       pol,
-		allow:     newAllowlist(&st, pol),
-		stop:      make(chan struct{}),
-		sweepKick: make(chan struct{}, 1),
-		noteKick:  make(chan struct{}, 1),
-		notesDone: make(chan struct{}),
-		closeDone: make(chan struct{}),
-		sessions:  make(map[string]*session.Session),
-		byScope:   make(map[string]map[string]*session.Session),
-		expiryOf:  make(map[*session.Session]*expiring),
-		spawner:   spawner{reqs: make(chan spawnCall)},
-		watchdog:  wd,
-		cgroups:   cg,
-		limits:    lim,
-
+		cfg:         st,
+		env:         pol,
+		allow:       newAllowlist(&st, pol),
+		stop:        make(chan struct{}),
+		sweepKick:   sweepKick,
+		noteKick:    make(chan struct{}, 1),
+		notesDone:   make(chan struct{}),
+		closeDone:   make(chan struct{}),
+		sessions:    make(map[string]*session.Session),
+		byScope:     make(map[string]map[string]*session.Session),
+		expiryOf:    make(map[*session.Session]*expiring),
 		containment: report,
 	}
-	r.spawn = r.spawnContained
 	r.obs = startObserver(&st.observer)
 	r.approvals.rules = rules
-	lim.SetKick(func() { kick(r.sweepKick) })
 	if len(st.nodes) > 0 {
 		r.nodes = sshhost.NewPool(slices.Collect(maps.Values(st.nodes)), os.Getenv, &r.goroutines)
 	}
-	r.hosts = newHostSet(r)
-	r.goroutines.Add(2)
-	go func() {
-		defer r.goroutines.Done()
-		r.spawner.run(r.stop)
-	}()
+	r.hosts = newHostSet(r, m)
+	r.start()
+	return r, nil
+}
+
+// resolveRegistry checks cfg and resolves what a registry needs from it:
+// its settings (the sandbox's plan among them) and its approval rules.
+func resolveRegistry(cfg Config) (settings, []string, error) {
+	st, err := resolveConfig(cfg, os.Getenv)
+	if err != nil {
+		return st, nil, err
+	}
+	rules, err := loadApprovalRules(&st)
+	if err != nil {
+		return st, nil, err
+	}
+	if cfg.Sandbox != nil {
+		if st.sandbox, err = sandbox.New(sandboxConfig(cfg.Sandbox), st.workdir, defaultWorkdir); err != nil {
+			return st, nil, err
+		}
+	}
+	return st, rules, nil
+}
+
+// localContainment is mode in the gateway host's terms.
+func localContainment(mode Containment) local.Containment {
+	switch mode {
+	case ContainmentOff:
+		return local.ContainmentOff
+	case ContainmentRequired:
+		return local.ContainmentRequired
+	}
+	return local.ContainmentAuto
+}
+
+// start starts the registry's sweeper and notification goroutines.
+func (r *Registry) start() {
+	r.goroutines.Add(1)
 	go func() {
 		defer r.goroutines.Done()
 		r.sweep()
@@ -154,43 +175,6 @@ func NewRegistry(cfg Config) (*Registry, error) {
 		defer close(r.notesDone)
 		r.deliverNotes()
 	}()
-	return r, nil
-}
-
-// startContainment sets up what contains the sessions on this machine:
-// the registry's cgroup (nil without one), the limits (and the report of
-// what became of them) and the watchdogs. On error it leaves nothing.
-func startContainment(mode Containment, st *settings) (*contain.Root, *contain.Limiter, ContainmentReport, *contain.Watchdog, error) {
-	var cg *contain.Root
-	var cgErr error
-	if mode != ContainmentOff {
-		cg, cgErr = contain.NewRoot()
-		if cgErr != nil && mode == ContainmentRequired {
-			return nil, nil, ContainmentReport{}, nil, fmt.Errorf("bgexec: containment required: %w", cgErr)
-		}
-	} else {
-		cgErr = errors.New("containment turned off by Config.Containment")
-	}
-	lim, report, err := startLimits(cg, cgErr, st, mode == ContainmentRequired)
-	if err != nil {
-		if cg != nil {
-			_ = cg.Remove()
-		}
-		return nil, nil, ContainmentReport{}, nil, err
-	}
-	cgDir := ""
-	if cg != nil {
-		cgDir = cg.Dir()
-	}
-	wd, err := contain.StartWatchdog(cgDir)
-	if err != nil {
-		if cg != nil {
-			_ = cg.Remove()
-		}
-		lim.Remove()
-		return nil, nil, ContainmentReport{}, nil, err
-	}
-	return cg, lim, report, wd, nil
 }
 
 // Scope returns the view of one agent (a session key such as
@@ -252,19 +236,18 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.mu.Unlock()
 
 	err := r.endAll(ctx, running)
-	if r.nodes != nil {
-		r.nodes.Close() // every remote session has ended: its connections go
-	}
-	// Only now stop the spawner: its thread's exit sends Pdeathsig
-	// (SIGKILL) to every child it forked, which would cut the grace period.
+	r.hosts.closeNodes() // every remote session has ended: its connections go
 	close(r.stop)
 	r.goroutines.Wait()
+	// Only now stop the gateway host's spawner: its thread's exit sends
+	// Pdeathsig (SIGKILL) to every child it forked, which would cut the
+	// grace period. Its watchdogs and cgroups go with it.
+	r.hosts.close()
 	r.spills.close(running)
 	// Every session has ended and sent its end event: deliver the rest.
 	if oerr := r.obs.close(ctx); oerr != nil {
 		err = oerr
 	}
-	r.releaseContainment()
 	r.mu.Lock()
 	clear(r.sessions)
 	clear(r.byScope)
@@ -311,16 +294,6 @@ func (r *Registry) endAll(ctx context.Context, running []*session.Session) error
 	return nil
 }
 
-// releaseContainment stops the watchdogs and removes the registry's
-// cgroups and limit directories, once every session has ended.
-func (r *Registry) releaseContainment() {
-	r.watchdog.Close()
-	if r.cgroups != nil {
-		_ = r.cgroups.Remove()
-	}
-	r.limits.Remove()
-}
-
 // awaitNotifier waits for the notification goroutine. When ctx ends while
 // that goroutine is in a Notifier call, it returns ctx.Err() and leaves it
 // to finish on its own; the goroutine starts no other call after that.
@@ -341,33 +314,6 @@ func (r *Registry) awaitNotifier(ctx context.Context) error {
 	}
 	<-r.notesDone
 	return nil
-}
-
-// spawnContained starts spec in a cgroup of its own when containment is on.
-func (r *Registry) spawnContained(spec *spawnSpec) (*spawned, error) {
-	if r.cgroups != nil {
-		cg, err := r.cgroups.NewSession()
-		if err != nil {
-			return nil, fmt.Errorf("create session cgroup: %w", err)
-		}
-		if err := r.limits.Attach(cg); err != nil {
-			_ = cg.Remove(0) // Best effort: it is fresh and empty.
-			return nil, fmt.Errorf("set the session's limits: %w", err)
-		}
-		spec.cgroup = cg
-	}
-	sp, err := r.spawnChild(spec)
-	if spec.cgroup != nil {
-		if err != nil {
-			if spec.cgroup.Remove(0) != nil {
-				kick(r.sweepKick) // the sweeper retries it
-			}
-			spec.cgroup = nil
-		} else {
-			spec.cgroup.CloseFD() // only the clone needed it
-		}
-	}
-	return sp, err
 }
 
 // admit lets one exec call spawn unless the registry is closed. An
@@ -564,25 +510,18 @@ func kick(c chan struct{}) {
 	}
 }
 
-// dirtyRetry is how often the sweeper retries the kill of a session cgroup
-// that could not be seen empty, and dirtyBound how long each try waits.
-const (
-	dirtyRetry = time.Second
-	dirtyBound = 100 * time.Millisecond
-)
-
 // sweep is the registry's single reaper: it forgets backgrounded sessions
 // whose end is older than the TTL, sleeping until the next expiry, and
-// kills session cgroups again that could not be seen empty, until they are.
+// has the gateway host kill session cgroups again that could not be seen
+// empty, until they are.
 func (r *Registry) sweep() {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
 		next := r.reapExpired(time.Now())
-		if r.cgroups != nil && r.cgroups.RetryDirty(dirtyBound) > 0 {
-			next = min(next, dirtyRetry)
+		if again := r.hosts.sweep(); again > 0 {
+			next = min(next, again)
 		}
-		r.limits.RetryDirty()
 		next = min(next, r.spills.reap(time.Now()))
 		if r.enforceOutputBudget() {
 			next = min(next, budgetRecheck)

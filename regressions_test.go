@@ -26,8 +26,8 @@ func TestCloseWhileExecCallsSpawn(t *testing.T) {
 		reg, err := NewRegistry(sandboxed(Config{YieldMs: MaxYieldMs}))
 		require.NoError(t, err)
 		dir := ""
-		if reg.cgroups != nil {
-			dir = reg.cgroups.Dir()
+		if cgroupRoot(reg) != nil {
+			dir = cgroupRoot(reg).Dir()
 		}
 		sc := reg.Scope("a")
 		var wg sync.WaitGroup

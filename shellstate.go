@@ -79,19 +79,6 @@ func (sc *Scope) ResetShellState(ctx context.Context) (bool, error) {
 	return sc.reg.shells.reset(sc.key), nil
 }
 
-// statePrologue goes before the command, on its first line (so $LINENO
-// stays right). At the shell's exit, however it exits (the end, `exit`,
-// set -e, a failure), the EXIT trap writes the working directory and the
-// exported environment to fd 4, a memfd only bgexec reads; it checks
-// first that fd 4 is still that memfd, so a command that redirected fd 4
-// itself does not get the state in its file. The command's output is not
-// touched. A command that sets an EXIT trap of its own replaces this one,
-// and leaves no state.
-const statePrologue = `__bgexec_state() { case $(readlink /dev/fd/4 2>/dev/null) in /memfd:bgexec-state*) { printf '\000bgexec-state\000'; pwd; printf '\000'; command -p env -0; printf '\000bgexec-end\000'; } >&4 2>/dev/null;; esac; }; trap __bgexec_state EXIT; `
-
-// stateMaxBytes bounds the state read back; a larger one is not carried.
-const stateMaxBytes = 4 << 20
-
 // parseState finds the last complete state block in data.
 func parseState(data []byte) (cwd string, env []string, ok bool) {
 	const begin, end = "\x00bgexec-state\x00", "\x00bgexec-end\x00"

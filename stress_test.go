@@ -381,8 +381,8 @@ func TestStressCloseDuringCalls(t *testing.T) {
 			reg, err := NewRegistry(sandboxed(Config{YieldMs: 50, KillGrace: 200 * time.Millisecond, DrainTimeout: 300 * time.Millisecond}))
 			require.NoError(t, err)
 			cgRoot := ""
-			if reg.cgroups != nil {
-				cgRoot = reg.cgroups.Dir()
+			if cgroupRoot(reg) != nil {
+				cgRoot = cgroupRoot(reg).Dir()
 			}
 			sc := reg.Scope("a")
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

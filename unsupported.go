@@ -16,13 +16,5 @@ import (
 // errPlatform is what NewRegistry returns off Linux.
 var errPlatform = fmt.Errorf("bgexec: sessions need Linux (pidfds, process groups, cgroups): %w", errors.ErrUnsupported)
 
-type spawner struct{ reqs chan spawnCall }
-
-type spawnCall struct{}
-
-func (s *spawner) run(stop <-chan struct{}) { <-stop }
-
-func (r *Registry) spawnChild(*spawnSpec) (*spawned, error) { return nil, errPlatform }
-
 func setWinsize(*os.File, uint16, uint16) error { return errPlatform }
 func canonicalMode(string) bool                 { return false }

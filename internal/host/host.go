@@ -1,13 +1,15 @@
 // Package host is the seam between the tool layer (package bgexec's exec
 // and process tools) and the machines commands run on: this machine (the
-// gateway), a bubblewrap sandbox on it, or an SSH node.
+// gateway, package local), a bubblewrap sandbox on it (package sandbox,
+// which wraps the local host), or an SSH node (package ssh).
 //
 // A [Host] starts one command from a [Spec], which says what to run and
 // how (the command, its working directory, its environment, a terminal or
 // pipes) and nothing about where: each host turns it into what it needs
 // (an argv and a cgroup here, bubblewrap's mounts, a remote command line).
-// The registry picks its hosts once, when it is built; an exec call only
-// chooses one of them.
+// The registry builds its hosts once, when it is built (and closes the
+// local host, which owns the containment machinery, last); an exec call
+// only chooses one of them.
 //
 // What only some hosts can do is an optional interface, found on the
 // started process ([Resizer], [PortProber], [UsageReader], [EscapeWatcher],

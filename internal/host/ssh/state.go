@@ -13,7 +13,7 @@ import (
 // writes the environment the shell starts with there, between
 // "\0bgexec-start\0" and "\0bgexec-started\0"; the EXIT trap of
 // StatePrologue appends the final working directory and environment, in
-// the format of this machine's state (package bgexec's statePrologue;
+// the format of this machine's state (package local's StatePrologue;
 // bgexec parses both). When the session ends, Release reads the file over
 // the control shell (hex, through od) and removes it, in the round trip
 // of its alive check.
@@ -21,16 +21,16 @@ import (
 // StatePrologue goes before a node command whose state is kept, on its
 // first line: its EXIT trap writes the shell's working directory and
 // environment to fd 4 when fd 4 is still the state file the wrapper made
-// for the session tagged tag. It is package bgexec's statePrologue with
-// that check in place of the memfd's; it is exported so that a test
-// there keeps the two one.
+// for the session tagged tag. It is package local's StatePrologue with
+// that check in place of the memfd's; it is exported so that a test in
+// package bgexec keeps the two one.
 func StatePrologue(tag string) string {
 	return `__bgexec_state() { case $(readlink /dev/fd/4 2>/dev/null) in */bgexec-state-` + tag + `.*) { printf '\000bgexec-state\000'; pwd; printf '\000'; command -p env -0; printf '\000bgexec-end\000'; } >&4 2>/dev/null;; esac; }; trap __bgexec_state EXIT; `
 }
 
 // StateMaxBytes bounds a node's state read back, in bytes: a larger one
-// is not carried. It is package bgexec's bound for this machine's state
-// (a test there keeps the two one).
+// is not carried. It is package local's bound for this machine's state
+// (a test in package bgexec keeps the two one).
 const StateMaxBytes = 4 << 20
 
 // validStatePath reports whether path is a state file the wrapper made

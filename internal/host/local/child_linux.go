@@ -1,11 +1,10 @@
 //go:build linux
 
-package bgexec
+package local
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -14,7 +13,7 @@ import (
 	"time"
 
 	"github.com/bgexec/bgexec/internal/contain"
-	"github.com/bgexec/bgexec/internal/memfd"
+	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/session"
 	"golang.org/x/sys/unix"
 )
@@ -32,17 +31,32 @@ type osChild struct {
 
 	res resourceCache // the resources list and poll show
 
-	// sandboxed: the leader is bwrap, which reports a command killed by
-	// signal n as exit code 128+n (see sandboxStatus).
-	sandboxed bool
+	// wrapped: the leader is a wrapper (bwrap; see Host.StartWrapped),
+	// which reports a command killed by signal n as exit code 128+n (see
+	// wrappedStatus).
+	wrapped bool
 
 	mu      sync.Mutex      // guards reaped, killErr and sent
 	reaped  bool            // after reaping, the pgid may be reused: never signal it
 	killErr error           // why the last SIGKILL may have missed a process; nil if it did not
 	usage   *syscall.Rusage // the leader's rusage from its reaping; guarded by mu
-	sent    syscall.Signal  // the last signal other than SIGKILL sent to a sandbox
+	sent    syscall.Signal  // the last signal other than SIGKILL sent to a wrapped command
 	peak    int64           // the cgroup's peak memory, read by Release; -1 unknown; guarded by mu
 }
+
+// What an osChild is to its session and to the tool layer: checked here,
+// so that no capability goes missing unnoticed.
+var (
+	_ session.Process       = (*osChild)(nil)
+	_ session.Lingerer      = (*osChild)(nil)
+	_ session.TreeLister    = (*osChild)(nil)
+	_ session.LimitReporter = (*osChild)(nil)
+	_ host.UsageReader      = (*osChild)(nil)
+	_ host.EscapeWatcher    = (*osChild)(nil)
+	_ host.Container        = (*osChild)(nil)
+	_ host.EndUsager        = (*osChild)(nil)
+	_ host.PeakReporter     = (*osChild)(nil)
+)
 
 func (c *osChild) Pid() int { return c.leader }
 
@@ -76,8 +90,8 @@ func (c *osChild) SignalGroup(sig syscall.Signal) error {
 	if c.reaped {
 		return nil
 	}
-	if c.sandboxed && c.cg != nil && sig != unix.SIGKILL {
-		return c.signalSandbox(sig)
+	if c.wrapped && c.cg != nil && sig != unix.SIGKILL {
+		return c.signalWrapped(sig)
 	}
 	var err error
 	if kerr := unix.Kill(-c.Pid(), sig); kerr != nil && !errors.Is(kerr, unix.ESRCH) {
@@ -118,29 +132,29 @@ func (c *osChild) Reap() (syscall.WaitStatus, error) {
 				if err == nil {
 					c.usage = &syscall.Rusage{Utime: syscall.Timeval(ru.Utime), Stime: syscall.Timeval(ru.Stime)}
 				}
-				return c.sandboxStatus(syscall.WaitStatus(ws)), err
+				return c.wrappedStatus(syscall.WaitStatus(ws)), err
 			}
 		}
 	}
 	_ = c.cmd.Wait() // non-zero exits are a status here, not an error
 	if c.cmd.ProcessState == nil {
-		return 0, errors.New("bgexec: process state unavailable")
+		return 0, errors.New("local: process state unavailable")
 	}
 	c.usage, _ = c.cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return c.sandboxStatus(c.cmd.ProcessState.Sys().(syscall.WaitStatus)), nil
+	return c.wrappedStatus(c.cmd.ProcessState.Sys().(syscall.WaitStatus)), nil
 }
 
 // EndUsage is the CPU time, in milliseconds, the session's processes used,
 // from the leader's reaping (wait4's rusage): the leader's and that of
 // every descendant it, or one of its waited-for children, reaped. A
 // process that was never waited for (a daemon that left the tree) is not
-// counted. ok is false before the reaping, and for a sandboxed session:
-// bubblewrap hands its command's status on without the reaping that
-// would account the command's time to it.
+// counted. ok is false before the reaping, and for a wrapped command: the
+// wrapper (bubblewrap) hands its command's status on without the reaping
+// that would account the command's time to it.
 func (c *osChild) EndUsage() (cpuMs int64, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.usage == nil || c.sandboxed {
+	if c.usage == nil || c.wrapped {
 		return 0, false
 	}
 	u := c.usage
@@ -166,168 +180,6 @@ func (c *osChild) Release() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.killErr
-}
-
-// outputPipe returns a pipe for a child's output. Only the read end, which
-// bgexec keeps, is non-blocking in the runtime poller; the write end goes to
-// the child and would only be registered with the poller to leave it again
-// when closed after the start.
-func outputPipe() (r, w *os.File, err error) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		return nil, nil, os.NewSyscallError("pipe2", err)
-	}
-	if err := unix.SetNonblock(p[0], true); err != nil {
-		_ = unix.Close(p[0])
-		_ = unix.Close(p[1])
-		return nil, nil, os.NewSyscallError("fcntl", err)
-	}
-	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
-}
-
-// scriptFile returns a sealed memfd holding script, close-on-exec: only
-// the child's fd 3, which exec.Cmd.ExtraFiles sets up by dup2, survives
-// the exec. The seals keep the script the shell reads the one that was
-// checked: nobody, the child included, can change it through /proc.
-func scriptFile(script string) (*os.File, error) {
-	return memfd.Sealed("bgexec-script", []byte(script))
-}
-
-// startChild spawns spec. On error nothing is left running and every
-// descriptor is closed.
-func startChild(spec *spawnSpec) (sp *spawned, err error) {
-	cmd := &exec.Cmd{Path: spec.path, Args: spec.args, Dir: spec.dir, Env: spec.env}
-	var fl spawnFiles
-	defer func() { fl.done(err != nil) }()
-	sp = &spawned{}
-	if err := fl.stdio(cmd, spec, sp); err != nil {
-		return nil, err
-	}
-	if spec.pdeathsig {
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	}
-	if spec.cgroup != nil {
-		cmd.SysProcAttr.UseCgroupFD = true
-		cmd.SysProcAttr.CgroupFD = spec.cgroup.FD()
-		if spec.sandbox == nil && spec.cgroup.UnshareNamespace() {
-			// After the clone into the session's cgroup: the namespace's
-			// root is that cgroup (and, on v1, the thread's session dirs).
-			cmd.SysProcAttr.Unshareflags = unix.CLONE_NEWCGROUP
-		}
-	}
-	if err := fl.extras(cmd, spec); err != nil {
-		return nil, err
-	}
-	contain.CloseOnExecAbove2()
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &osChild{peak: -1, leader: cmd.Process.Pid, cmd: cmd, cg: spec.cgroup, sandboxed: spec.sandbox != nil}
-	if cmd.SysProcAttr.Unshareflags&unix.CLONE_NEWCGROUP != 0 {
-		spec.cgroup.OpenNamespace(c.leader)
-	}
-	if fd, err := unix.PidfdOpen(c.leader, unix.PIDFD_NONBLOCK); err == nil {
-		c.pidfd = os.NewFile(uintptr(fd), "pidfd")
-		// os.Process keeps a pidfd of its own until Wait. Ours is enough
-		// (reap uses wait4), so an idle session holds one, not two.
-		_ = cmd.Process.Release()
-	}
-	sp.child = c
-	return sp, nil
-}
-
-// spawnFiles are the descriptors a spawn opens: the child's ends, closed
-// once it started, and ours, closed too when the spawn fails.
-type spawnFiles struct {
-	afterStart, onError []*os.File
-}
-
-// done closes the child's ends, and ours when the spawn failed.
-func (fl *spawnFiles) done(failed bool) {
-	for _, f := range fl.afterStart {
-		_ = f.Close()
-	}
-	if failed {
-		for _, f := range fl.onError {
-			_ = f.Close()
-		}
-	}
-}
-
-// stdio gives the child its terminal (a new session with it as the
-// controlling terminal) or its pipes (a process group of its own), and sp
-// the ends the session reads and writes.
-func (fl *spawnFiles) stdio(cmd *exec.Cmd, spec *spawnSpec, sp *spawned) error {
-	if spec.pty {
-		master, tty, err := openPTY(spec.cols, spec.rows)
-		if err != nil {
-			return fmt.Errorf("open pty: %w", err)
-		}
-		fl.afterStart = append(fl.afterStart, tty)
-		fl.onError = append(fl.onError, master)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-		sp.ttyName = tty.Name()
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-		sp.outputs = []io.Reader{master}
-		sp.stdin = master
-		return nil
-	}
-	var ends []*os.File
-	for range 2 {
-		r, w, err := outputPipe()
-		if err != nil {
-			return err
-		}
-		fl.afterStart = append(fl.afterStart, w)
-		fl.onError = append(fl.onError, r)
-		sp.outputs = append(sp.outputs, r)
-		ends = append(ends, w)
-	}
-	// The child's ends are the write ends.
-	cmd.Stdout, cmd.Stderr = ends[0], ends[1]
-	if spec.stdinPipe {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return err
-		}
-		fl.afterStart = append(fl.afterStart, r)
-		fl.onError = append(fl.onError, w)
-		cmd.Stdin = r
-		sp.stdin = w
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return nil
-}
-
-// extras hands the child its script (fd 3) and shell-state file (fd 4),
-// and wraps the command in bubblewrap for a sandboxed spawn.
-func (fl *spawnFiles) extras(cmd *exec.Cmd, spec *spawnSpec) error {
-	if spec.script != "" {
-		f, err := scriptFile(spec.script)
-		if err != nil {
-			return fmt.Errorf("pass the command to the shell: %w", err)
-		}
-		fl.afterStart = append(fl.afterStart, f)
-		cmd.ExtraFiles = []*os.File{f} // the child's fd 3
-	}
-	if spec.stateFile != nil {
-		// The child's fd 4; fd 3 stays closed without a script.
-		files := []*os.File{nil, spec.stateFile}
-		if len(cmd.ExtraFiles) > 0 {
-			files[0] = cmd.ExtraFiles[0]
-		}
-		cmd.ExtraFiles = files
-	}
-	if spec.sandbox != nil {
-		argv := append([]string{spec.path}, spec.args[1:]...)
-		path, args, files, owned, err := spec.sandbox.Command(argv, spec.sandboxDir, spec.sandboxReadOnly, spec.pty, cmd.ExtraFiles)
-		if err != nil {
-			return err
-		}
-		fl.afterStart = append(fl.afterStart, owned...)
-		cmd.Path, cmd.Args, cmd.ExtraFiles = path, args, files
-	}
-	return nil
 }
 
 // members lists the session's live processes other than the leader: its
@@ -377,8 +229,8 @@ func (c *osChild) TreePids() []int {
 // `server &` idiom is found, a job that redirected all its output away is
 // not (it is killed with the group, as before).
 func (c *osChild) Lingering(outputHeld bool) []session.Lingering {
-	if c.sandboxed {
-		// Nothing outlives the sandbox's pid namespace; bwrap's init may
+	if c.wrapped {
+		// Nothing outlives the wrapper's pid namespace; bwrap's init may
 		// still be on its way out, and the session's end kills it.
 		return nil
 	}
@@ -444,6 +296,14 @@ func (c *osChild) PeakMemory() (bytes int64, ok bool) {
 	return c.peak, c.peak >= 0
 }
 
+// Cgroup is the session's cgroup, nil without one. For tests: the
+// process owns it.
+func (c *osChild) Cgroup() *contain.Cgroup { return c.cg }
+
+// PidFD is the pidfd the leader is waited on, nil without one. For tests:
+// the process owns it.
+func (c *osChild) PidFD() *os.File { return c.pidfd }
+
 // InCgroup reports whether c runs in a session cgroup.
 func (c *osChild) InCgroup() bool { return c.cg != nil }
 
@@ -458,13 +318,13 @@ func (c *osChild) WatchEscapes() (func() string, error) {
 	return func() string { return contain.EscapeWarning(before) }, err
 }
 
-// signalSandbox sends sig (not SIGKILL) to the sandbox's processes but
-// bwrap's own monitor, the session leader. bwrap does not pass signals on
+// signalWrapped sends sig (not SIGKILL) to the wrapped command's
+// processes but the wrapper's own monitor (bwrap), the session leader. bwrap does not pass signals on
 // and dies of a SIGTERM at once, and --die-with-parent would then SIGKILL
 // the command before it could use the grace period. The sandbox's init
 // (its pid 1) has no handlers, so it ignores what a process outside sends
 // it; it ends when the command does. c.mu is held.
-func (c *osChild) signalSandbox(sig syscall.Signal) error {
+func (c *osChild) signalWrapped(sig syscall.Signal) error {
 	pids, err := c.cg.Procs()
 	for _, pid := range pids {
 		if pid != c.leader {
@@ -475,14 +335,14 @@ func (c *osChild) signalSandbox(sig syscall.Signal) error {
 	return err
 }
 
-// sandboxStatus turns the status bwrap reports back into a signal death
+// wrappedStatus turns the status the wrapper (bwrap) reports back into a signal death
 // when that is what it stands for: bwrap exits with 128+n when the command
 // died of signal n, and when n is the signal the session last sent, the
 // command died of it. A signal from inside the sandbox (a crash, a kill
 // by another process there) stays the exit code 128+n, since bwrap tells
 // nothing more.
-func (c *osChild) sandboxStatus(ws syscall.WaitStatus) syscall.WaitStatus {
-	if !c.sandboxed || c.sent == 0 || !ws.Exited() || ws.ExitStatus() != 128+int(c.sent) {
+func (c *osChild) wrappedStatus(ws syscall.WaitStatus) syscall.WaitStatus {
+	if !c.wrapped || c.sent == 0 || !ws.Exited() || ws.ExitStatus() != 128+int(c.sent) {
 		return ws
 	}
 	return syscall.WaitStatus(c.sent) // WIFSIGNALED, WTERMSIG = sent

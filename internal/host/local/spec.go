@@ -1,11 +1,11 @@
-package bgexec
+package local
 
 import (
 	"io"
 	"os"
+	"strings"
 
 	"github.com/bgexec/bgexec/internal/contain"
-	"github.com/bgexec/bgexec/internal/host/sandbox"
 	"github.com/bgexec/bgexec/internal/session"
 )
 
@@ -22,14 +22,10 @@ type spawnSpec struct {
 	rows      uint16
 	cgroup    *contain.Cgroup // nil: process group only
 	pdeathsig bool            // SIGKILL the child when the forking thread exits
-	stateFile *os.File        // non-nil: the child's fd 4, for its shell state (shellstate.go)
-	// sandbox, when set, runs the command inside bwrap (package sandbox),
-	// with sandboxDir, the working directory's real path, bound
-	// read-write, or read-only when sandboxReadOnly (it lies in a
-	// read-only path).
-	sandbox         *sandbox.Plan
-	sandboxDir      string
-	sandboxReadOnly bool
+	stateFile *os.File        // non-nil: the child's fd 4, for its shell state
+	// wrap, when set, runs the command inside a wrapper (see
+	// Host.StartWrapped).
+	wrap *Wrap
 }
 
 // spawned is a started command and the descriptors the session owns.
@@ -40,12 +36,12 @@ type spawned struct {
 	ttyName string      // the PTY slave's path, "" for pipes
 }
 
-// maxArgCommand is the longest command passed to the shell as its -c
-// argument. Linux refuses to exec with one argument over MAX_ARG_STRLEN
-// (128 KiB) or with argv and environment together over ARG_MAX (a quarter
-// of the stack limit, often 2 MiB). A longer command reaches the shell as
-// a script on a descriptor instead.
-const maxArgCommand = 64 << 10
+// MaxArgCommand is the longest command passed to the shell as its -c
+// argument, in bytes. Linux refuses to exec with one argument over
+// MAX_ARG_STRLEN (128 KiB) or with argv and environment together over
+// ARG_MAX (a quarter of the stack limit, often 2 MiB). A longer command
+// reaches the shell as a script on a descriptor instead.
+const MaxArgCommand = 64 << 10
 
 // scriptFromFD is the -c argument that runs a script handed over as fd 3.
 //
@@ -70,8 +66,44 @@ const scriptPrefix = "exec 3<&-; "
 // shellArgs returns the shell's argv for command, and the script to hand
 // over on fd 3 when command is too long for an argument.
 func shellArgs(shell, command string) (args []string, script string) {
-	if len(command) <= maxArgCommand {
+	if len(command) <= MaxArgCommand {
 		return []string{shell, "-c", command}, ""
 	}
 	return []string{shell, "-c", scriptFromFD}, scriptPrefix + command
+}
+
+// withDefaults returns environ with defaults ("K=V") set over the
+// inherited values of the same keys; a per-call env merged afterwards
+// still wins.
+func withDefaults(environ, defaults []string) []string {
+	if len(defaults) == 0 {
+		return environ
+	}
+	keys := make(map[string]bool, len(defaults))
+	for _, d := range defaults {
+		k, _, _ := strings.Cut(d, "=")
+		keys[k] = true
+	}
+	out := make([]string, 0, len(environ)+len(defaults))
+	for _, e := range environ {
+		if k, _, _ := strings.Cut(e, "="); !keys[k] {
+			out = append(out, e)
+		}
+	}
+	return append(out, defaults...)
+}
+
+// withoutSizeVars drops COLUMNS and LINES from an inherited environment:
+// in a PTY session they would override the terminal's own size (programs
+// prefer them to the size the terminal reports), and the host's values
+// describe the host's terminal, not the session's. A per-call env may
+// still set them.
+func withoutSizeVars(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, e := range environ {
+		if !strings.HasPrefix(e, "COLUMNS=") && !strings.HasPrefix(e, "LINES=") {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package bgexec
+package local
 
 import (
 	"runtime"

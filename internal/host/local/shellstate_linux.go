@@ -1,6 +1,6 @@
 //go:build linux
 
-package bgexec
+package local
 
 import (
 	"io"
@@ -19,11 +19,11 @@ func stateMemfd() (*os.File, error) {
 	return os.NewFile(uintptr(fd), "bgexec-state"), nil
 }
 
-// readState reads what the shell wrote, at most stateMaxBytes; a larger
+// readState reads what the shell wrote, at most StateMaxBytes; a larger
 // state is not read.
 func readState(f *os.File) ([]byte, bool) {
 	fi, err := f.Stat()
-	if err != nil || fi.Size() > stateMaxBytes {
+	if err != nil || fi.Size() > StateMaxBytes {
 		return nil, false
 	}
 	data, err := io.ReadAll(io.NewSectionReader(f, 0, fi.Size()))

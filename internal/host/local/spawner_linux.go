@@ -1,14 +1,19 @@
 //go:build linux
 
-package bgexec
+package local
 
-import "runtime"
+import (
+	"fmt"
+	"runtime"
 
-// spawner forks every child outside a cgroup from one OS thread that lives as long as the
-// registry. Pdeathsig fires when the thread that forked a child exits, not
-// when the process does, and the Go runtime may end a thread (a goroutine
-// that exits while locked to it). Forking from a dedicated locked thread
-// makes Pdeathsig mean "the host process died".
+	"github.com/bgexec/bgexec/internal/contain"
+)
+
+// spawner forks every child outside a cgroup from one OS thread that lives
+// as long as the host. Pdeathsig fires when the thread that forked a child
+// exits, not when the process does, and the Go runtime may end a thread (a
+// goroutine that exits while locked to it). Forking from a dedicated
+// locked thread makes Pdeathsig mean "the host process died".
 type spawner struct {
 	reqs chan spawnCall
 }
@@ -45,6 +50,41 @@ func (s *spawner) run(stop <-chan struct{}) {
 	}
 }
 
+// spawn starts spec in a cgroup of its own when containment is on.
+func (h *Host) spawn(spec *spawnSpec) (*spawned, error) {
+	if h.cgroups != nil {
+		cg, err := h.cgroups.NewSession()
+		if err != nil {
+			return nil, fmt.Errorf("create session cgroup: %w", err)
+		}
+		if err := h.attach(cg); err != nil {
+			_ = cg.Remove(0) // Best effort: it is fresh and empty.
+			return nil, fmt.Errorf("set the session's limits: %w", err)
+		}
+		spec.cgroup = cg
+	}
+	sp, err := h.spawnChild(spec)
+	if spec.cgroup != nil {
+		if err != nil {
+			if spec.cgroup.Remove(0) != nil {
+				h.kick() // the owner's sweeper retries it (Sweep)
+			}
+			spec.cgroup = nil
+		} else {
+			spec.cgroup.CloseFD() // only the clone needed it
+		}
+	}
+	return sp, err
+}
+
+// attach gives cg the limits, unless DropLimits took them away.
+func (h *Host) attach(cg *contain.Cgroup) error {
+	if h.bare {
+		return nil
+	}
+	return h.limits.Attach(cg)
+}
+
 // spawnChild starts spec. A child in a cgroup is forked right on the
 // calling goroutine's thread, without Pdeathsig: clone3 places it in its
 // cgroup, inside the registry's, before its first instruction, and the
@@ -52,32 +92,33 @@ func (s *spawner) run(stop <-chan struct{}) {
 // hop to the spawner thread and back would cost about 6 % of a spawn.
 // Any other child is forked on the spawner thread with Pdeathsig, and its
 // process group is listed with the watchdog.
-func (r *Registry) spawnChild(spec *spawnSpec) (*spawned, error) {
-	r.watchdog.KeepAlive()
-	if spec.cgroup != nil && spec.sandbox == nil {
+func (h *Host) spawnChild(spec *spawnSpec) (*spawned, error) {
+	h.watchdog.KeepAlive()
+	if spec.cgroup != nil && spec.wrap == nil {
 		sp, err := startInCgroup(spec)
 		if err == nil && spec.cgroup.Namespaced() {
 			if oc, ok := sp.child.(*osChild); ok {
-				oc.watchdog = r.watchdog
-				r.watchdog.WatchNamespace(spec.cgroup)
+				oc.watchdog = h.watchdog
+				h.watchdog.WatchNamespace(spec.cgroup)
 			}
 		}
 		return sp, err
 	}
 	// bwrap --die-with-parent ties bwrap's own life to the thread that
-	// forked it: a sandbox is forked on the spawner thread even in a cgroup.
+	// forked it: a wrapped command is forked on the spawner thread even
+	// in a cgroup.
 	spec.pdeathsig = spec.cgroup == nil
 	c := spawnCall{spec: spec, reply: make(chan spawnResult, 1)}
 	select {
-	case r.spawner.reqs <- c:
-	case <-r.stop:
+	case h.spawner.reqs <- c:
+	case <-h.stop:
 		return nil, ErrClosed
 	}
 	res := <-c.reply
 	if res.err == nil && spec.cgroup == nil {
 		if oc, ok := res.sp.child.(*osChild); ok {
-			oc.watchdog = r.watchdog
-			r.watchdog.Watch(oc.Pid())
+			oc.watchdog = h.watchdog
+			h.watchdog.Watch(oc.Pid())
 		}
 	}
 	return res.sp, res.err

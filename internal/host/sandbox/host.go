@@ -1,0 +1,77 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/bgexec/bgexec/internal/host"
+	"github.com/bgexec/bgexec/internal/host/local"
+)
+
+// Host runs commands on this machine inside bubblewrap: a fresh sandbox
+// per command, started by the local host it wraps (which contains it in
+// a cgroup or process group like any local command), in a workdir the
+// plan exposes. It implements [host.Host], [host.Placer] and
+// [host.Preparer]. Safe for concurrent use.
+type Host struct {
+	local *local.Host
+	plan  *Plan
+}
+
+var (
+	_ host.Host     = (*Host)(nil)
+	_ host.Placer   = (*Host)(nil)
+	_ host.Preparer = (*Host)(nil)
+)
+
+// NewHost returns the sandbox host of plan, starting its commands through
+// l. l stays the caller's: it is closed by whoever made it.
+func NewHost(l *local.Host, plan *Plan) *Host {
+	return &Host{local: l, plan: plan}
+}
+
+// Name is "sandbox".
+func (h *Host) Name() string { return "sandbox" }
+
+// Place checks that dir lies in a path the sandbox exposes.
+func (h *Host) Place(dir string) string {
+	_, _, msg := h.plan.Place(dir)
+	return msg
+}
+
+// placed is what Prepare left for Start: the workdir's real path and
+// whether it lies in a read-only path.
+type placed struct {
+	real     string
+	readOnly bool
+}
+
+// Prepare checks spec's workdir and the configured paths (see
+// Plan.Prepare).
+func (h *Host) Prepare(spec *host.Spec) string {
+	real, ro, msg := h.plan.Prepare(spec.Dir)
+	if msg != "" {
+		return msg
+	}
+	spec.Prepared = placed{real: real, readOnly: ro}
+	return ""
+}
+
+// Start starts spec inside a fresh sandbox.
+func (h *Host) Start(_ context.Context, spec *host.Spec) (*host.Started, error) {
+	pl, ok := spec.Prepared.(placed)
+	if !ok {
+		if msg := h.Prepare(spec); msg != "" {
+			return nil, errors.New(msg)
+		}
+		pl = spec.Prepared.(placed)
+	}
+	return h.local.StartWrapped(spec, &local.Wrap{
+		Command: func(argv []string, pty bool, extra []*os.File) (string, []string, []*os.File, []*os.File, error) {
+			return h.plan.Command(argv, pl.real, pl.readOnly, pty, extra)
+		},
+		Env:  func(env []string) []string { return h.plan.Environ(env, pl.real, pl.readOnly) },
+		Hint: h.plan.ReadOnlyHint(spec.Dir, pl.readOnly),
+	})
+}

@@ -1,0 +1,107 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bgexec/bgexec/internal/host"
+	"github.com/bgexec/bgexec/internal/host/local"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// sandboxHost returns a sandbox host over a local host (cgroups when this
+// machine allows them), with dir as its writable workdir; it skips, or
+// fails under CI=true, without bubblewrap.
+func sandboxHost(t *testing.T, dir string) (*Host, *local.Host) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("bwrap is needed under CI:", err)
+		}
+		t.Skip("no bwrap here:", err)
+	}
+	plan, err := New(Config{WritablePaths: []string{dir}}, dir, func(string) string { return dir })
+	require.NoError(t, err)
+	l, err := local.New(local.Options{Shell: "sh"})
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	return NewHost(l, plan), l
+}
+
+// readLine reads one line of st's stdout, within a minute.
+func readLine(t *testing.T, st *host.Started) string {
+	t.Helper()
+	f := st.Outputs[0].(*os.File)
+	require.NoError(t, f.SetReadDeadline(time.Now().Add(time.Minute)))
+	line, err := bufio.NewReader(f).ReadString('\n')
+	require.NoError(t, err, "so far %q", line)
+	return strings.TrimSpace(line)
+}
+
+// end kills what is left of st, reaps it and closes its descriptors.
+func end(t *testing.T, st *host.Started) {
+	t.Helper()
+	require.NoError(t, st.Process.SignalGroup(unix.SIGKILL))
+	require.NoError(t, st.Process.AwaitExit())
+	_, err := st.Process.Reap()
+	require.NoError(t, err)
+	assert.NoError(t, st.Process.Release())
+	for _, r := range st.Outputs {
+		require.NoError(t, r.(*os.File).Close())
+	}
+}
+
+// The sandbox host starts its commands through the local host, inside
+// bubblewrap: the command's pid namespace does not show this process,
+// and a SIGTERM the session sends ends the command, not bwrap first, and
+// is reported as that signal.
+func TestHostWrapsTheLocalHost(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h, l := sandboxHost(t, dir)
+	assert.Equal(t, "sandbox", h.Name())
+	self := "/proc/" + strconv.Itoa(os.Getpid())
+	spec := &host.Spec{Command: "test -d " + self + " && echo on-host || echo inside; exec sleep 600", Dir: dir}
+	require.Empty(t, h.Prepare(spec))
+	st, err := h.Start(context.Background(), spec)
+	require.NoError(t, err)
+	assert.Equal(t, "inside", readLine(t, st))
+	if l.Cgroups() == nil {
+		// Without a cgroup the group's SIGTERM reaches bwrap itself.
+		end(t, st)
+		t.Skip("no session cgroups here: the signal translation needs one")
+	}
+	require.NoError(t, st.Process.SignalGroup(unix.SIGTERM))
+	require.NoError(t, st.Process.AwaitExit())
+	ws, err := st.Process.Reap()
+	require.NoError(t, err)
+	assert.True(t, ws.Signaled(), "bwrap's 128+15 is the SIGTERM sent: %v", ws)
+	assert.Equal(t, unix.SIGTERM, ws.Signal())
+	assert.NoError(t, st.Process.Release())
+	for _, r := range st.Outputs {
+		require.NoError(t, r.(*os.File).Close())
+	}
+}
+
+// A workdir the sandbox does not expose is refused by Place and Prepare,
+// with a text that says what to fix, before anything starts.
+func TestHostRefusesAWorkdirOutside(t *testing.T) {
+	t.Parallel()
+	h, _ := sandboxHost(t, t.TempDir())
+	outside := t.TempDir()
+	assert.NotEmpty(t, h.Place(outside))
+	spec := &host.Spec{Command: "true", Dir: outside}
+	assert.NotEmpty(t, h.Prepare(spec))
+	_, err := h.Start(context.Background(), spec)
+	assert.Error(t, err)
+}
