@@ -157,27 +157,10 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest, ct *callTrace) (res
 		return execFailure(msg), nil
 	}
 	spec.Env.Added = added
-	if err := sc.reg.admit(); err != nil {
-		obs.spawnFailed(time.Now())
-		return nil, err
+	sp, start, failed, err := sc.startExec(ctx, c, spec, obs)
+	if failed != nil || err != nil {
+		return failed, err
 	}
-	if refusal := sc.reg.takeSlot(sc.key); refusal != "" {
-		sc.reg.spawnDone()
-		obs.spawnFailed(time.Now())
-		return execFailure(refusal), nil
-	}
-	start := time.Now()
-	sp, err := c.host.host.Start(ctx, spec)
-	if err != nil {
-		sc.reg.quota.give(sc.key)
-		sc.reg.spawnDone()
-		obs.spawnFailed(start)
-		return spawnFailure(c.warnings, err, c.cwd, start), nil
-	}
-	if sp.Cwd != "" {
-		c.cwd = sp.Cwd
-	}
-	c.warnings = append(c.warnings, sp.Warnings...)
 	s := sc.reg.add(sc.sessionOptions(c, spec, sp, obs.id, start))
 	ct.session = s.ID()
 	res, err = sc.run(ctx, s, c.background, c.yield, c.synchronous, c.warnings)
@@ -191,6 +174,34 @@ func (sc *Scope) exec(ctx context.Context, req *ExecRequest, ct *callTrace) (res
 		noteCapped(res, sc.reg.cfg.cappedNote("yieldMs", c.askedYield, "the command keeps running in the background. Use process wait or poll to wait for it."))
 	}
 	return res, err
+}
+
+// startExec takes the registry's admission and the scope's session slot
+// and starts the command on the picked host. A refusal or a start that
+// failed is returned as a failure result, with the slot given back.
+func (sc *Scope) startExec(ctx context.Context, c *execCall, spec *host.Spec, obs spawnObservation) (sp *host.Started, start time.Time, failed *Result, err error) {
+	if err := sc.reg.admit(); err != nil {
+		obs.spawnFailed(time.Now())
+		return nil, time.Time{}, nil, err
+	}
+	if refusal := sc.reg.takeSlot(sc.key); refusal != "" {
+		sc.reg.spawnDone()
+		obs.spawnFailed(time.Now())
+		return nil, time.Time{}, execFailure(refusal), nil
+	}
+	start = time.Now()
+	sp, err = c.host.host.Start(ctx, spec)
+	if err != nil {
+		sc.reg.quota.give(sc.key)
+		sc.reg.spawnDone()
+		obs.spawnFailed(start)
+		return nil, start, spawnFailure(c.warnings, err, c.cwd, start), nil
+	}
+	if sp.Cwd != "" {
+		c.cwd = sp.Cwd
+	}
+	c.warnings = append(c.warnings, sp.Warnings...)
+	return sp, start, nil, nil
 }
 
 // execCall is one exec call as it is checked, placed and started.

@@ -102,6 +102,7 @@ func resolveNodes(c *Config, getenv func(string) string) (map[string]sshhost.Con
 	return nodes, def, nil
 }
 
+// resolveNode checks one configured node and fills in the defaults.
 func resolveNode(name string, n Node, getenv func(string) string) (sshhost.Config, error) {
 	if strings.TrimSpace(name) == "" || strings.ContainsAny(name, " \t\r\n") {
 		return sshhost.Config{}, fmt.Errorf("bgexec: node name %q must be non-empty and without spaces", name)
@@ -124,30 +125,50 @@ func resolveNode(name string, n Node, getenv func(string) string) (sshhost.Confi
 	if nc.User == "" {
 		return sshhost.Config{}, fail("User is empty: give the login name on the node")
 	}
+	if err := nodeCredentials(&nc, n, getenv, fail); err != nil {
+		return sshhost.Config{}, err
+	}
+	if err := nodeTuning(&nc, n, fail); err != nil {
+		return sshhost.Config{}, err
+	}
+	return nc, nil
+}
+
+// nodeCredentials checks how a node is trusted and logged in to: its
+// known_hosts file, and a key file or an SSH agent.
+func nodeCredentials(nc *sshhost.Config, n Node, getenv func(string) string, fail func(string, ...any) error) error {
 	if n.KnownHostsFile == "" {
-		return sshhost.Config{}, fail("KnownHostsFile is empty: host keys are always verified; give an OpenSSH known_hosts file with the node's key (ssh-keyscan writes one)")
+		return fail("KnownHostsFile is empty: host keys are always verified; give an OpenSSH known_hosts file with the node's key (ssh-keyscan writes one)")
 	}
 	if _, err := knownhosts.New(n.KnownHostsFile); err != nil {
-		return sshhost.Config{}, fail("KnownHostsFile: %w", err)
+		return fail("KnownHostsFile: %w", err)
 	}
-	if n.KeyFile != "" {
-		pem, err := os.ReadFile(n.KeyFile)
-		if err != nil {
-			return sshhost.Config{}, fail("KeyFile: %w", err)
+	if n.KeyFile == "" {
+		if getenv("SSH_AUTH_SOCK") == "" {
+			return fail("KeyFile is empty and SSH_AUTH_SOCK is unset: give a key file or run an SSH agent")
 		}
-		nc.Signer, err = ssh.ParsePrivateKey(pem)
-		var missing *ssh.PassphraseMissingError
-		switch {
-		case errors.As(err, &missing):
-			return sshhost.Config{}, fail("KeyFile %q is encrypted: load it into ssh-agent and leave KeyFile empty", n.KeyFile)
-		case err != nil:
-			return sshhost.Config{}, fail("KeyFile %q: %w", n.KeyFile, err)
-		}
-	} else if getenv("SSH_AUTH_SOCK") == "" {
-		return sshhost.Config{}, fail("KeyFile is empty and SSH_AUTH_SOCK is unset: give a key file or run an SSH agent")
+		return nil
 	}
+	pem, err := os.ReadFile(n.KeyFile)
+	if err != nil {
+		return fail("KeyFile: %w", err)
+	}
+	nc.Signer, err = ssh.ParsePrivateKey(pem)
+	var missing *ssh.PassphraseMissingError
+	switch {
+	case errors.As(err, &missing):
+		return fail("KeyFile %q is encrypted: load it into ssh-agent and leave KeyFile empty", n.KeyFile)
+	case err != nil:
+		return fail("KeyFile %q: %w", n.KeyFile, err)
+	}
+	return nil
+}
+
+// nodeTuning checks a node's session cap, keepalives and dial timeout;
+// each zero keeps its default.
+func nodeTuning(nc *sshhost.Config, n Node, fail func(string, ...any) error) error {
 	if n.MaxSessions < 0 {
-		return sshhost.Config{}, fail("MaxSessions %d is negative", n.MaxSessions)
+		return fail("MaxSessions %d is negative", n.MaxSessions)
 	}
 	if n.MaxSessions > 0 {
 		nc.MaxSessions = n.MaxSessions
@@ -156,18 +177,18 @@ func resolveNode(name string, n Node, getenv func(string) string) (sshhost.Confi
 		nc.KeepaliveInterval = n.KeepaliveInterval
 	}
 	if n.KeepaliveCountMax < 0 {
-		return sshhost.Config{}, fail("KeepaliveCountMax %d is negative", n.KeepaliveCountMax)
+		return fail("KeepaliveCountMax %d is negative", n.KeepaliveCountMax)
 	}
 	if n.KeepaliveCountMax > 0 {
 		nc.KeepaliveCountMax = n.KeepaliveCountMax
 	}
 	if n.DialTimeout < 0 {
-		return sshhost.Config{}, fail("DialTimeout %s is negative", n.DialTimeout)
+		return fail("DialTimeout %s is negative", n.DialTimeout)
 	}
 	if n.DialTimeout > 0 {
 		nc.DialTimeout = n.DialTimeout
 	}
-	return nc, nil
+	return nil
 }
 
 func nodeNames(nodes map[string]sshhost.Config) []string {

@@ -351,6 +351,20 @@ func (c *fileConfig) checkValues(approval time.Duration) error {
 			return e
 		}
 	}
+	if err := c.checkSandbox(); err != nil {
+		return err
+	}
+	if c.Workdir != "" {
+		if fi, err := os.Stat(c.Workdir); err != nil || !fi.IsDir() {
+			return keyError("workdir", "workdir", "%q is not an existing directory", c.Workdir)
+		}
+	}
+	return nil
+}
+
+// checkSandbox checks the sandbox's settings: absolute paths, and no
+// paths or network without the sandbox enabled.
+func (c *fileConfig) checkSandbox() error {
 	for _, l := range []struct {
 		key, flag string
 		paths     []string
@@ -368,12 +382,6 @@ func (c *fileConfig) checkValues(approval time.Duration) error {
 	sandboxSet := c.Sandbox.Network || c.Sandbox.MinimalRoot || len(c.Sandbox.WritablePaths.items)+len(c.Sandbox.ReadOnlyPaths.items)+len(c.Sandbox.HidePaths.items) > 0
 	if sandboxSet && !c.Sandbox.Enabled {
 		return keyError("sandbox.enabled", "sandbox", "the sandbox's paths or network are set but the sandbox is not enabled")
-	}
-
-	if c.Workdir != "" {
-		if fi, err := os.Stat(c.Workdir); err != nil || !fi.IsDir() {
-			return keyError("workdir", "workdir", "%q is not an existing directory", c.Workdir)
-		}
 	}
 	return nil
 }

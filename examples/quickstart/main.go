@@ -30,7 +30,14 @@ func main() {
 		}
 	}()
 	agent := reg.Scope("agent:main:main")
+	build(ctx, agent)
+	server(ctx, agent)
+	notify(ctx, agent, queue)
+}
 
+// build runs a command in the foreground, then one that outlives its
+// yield window, and follows it with poll, wait and log.
+func build(ctx context.Context, agent *bgexec.Scope) {
 	step("1. exec in the foreground: the output comes back directly")
 	show(agent.Call(ctx, "exec", json.RawMessage(`{"command":"echo hello from $OPENCLAW_SHELL; uname -s"}`)))
 
@@ -40,32 +47,42 @@ func main() {
 		YieldMs: ptr(300.0),
 	})
 	show(res, err)
-	build := res.Details.SessionID
+	id := res.Details.SessionID
 
 	step("3. poll drains new output (waiting up to 2 s for some)")
-	show(agent.Process(ctx, &bgexec.ProcessRequest{Action: "poll", SessionID: build, Timeout: ptr(bgexec.Number(2000))}))
+	show(agent.Process(ctx, &bgexec.ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(bgexec.Number(2000))}))
 
 	step("4. wait blocks until the run ends, without a polling loop")
-	show(agent.Process(ctx, &bgexec.ProcessRequest{Action: "wait", SessionID: build, Timeout: ptr(bgexec.Number(10000))}))
+	show(agent.Process(ctx, &bgexec.ProcessRequest{Action: "wait", SessionID: id, Timeout: ptr(bgexec.Number(10000))}))
 
 	step("5. log pages the retained output by lines")
-	show(agent.Process(ctx, &bgexec.ProcessRequest{Action: "log", SessionID: build, Offset: ptr(1), Limit: ptr(2)}))
+	show(agent.Process(ctx, &bgexec.ProcessRequest{Action: "log", SessionID: id, Offset: ptr(1), Limit: ptr(2)}))
 
+}
+
+// server starts a server in the background, waits until it is ready,
+// lists the sessions and kills it.
+func server(ctx context.Context, agent *bgexec.Scope) {
 	step("6. a server started in the background, waited for until it is ready")
-	res, err = agent.Exec(ctx, &bgexec.ExecRequest{
+	res, err := agent.Exec(ctx, &bgexec.ExecRequest{
 		Command:    `echo "starting"; sleep 0.3; echo "listening on :8080"; while :; do sleep 1; done`,
 		Background: true,
 	})
 	show(res, err)
-	server := res.Details.SessionID
-	show(agent.Process(ctx, &bgexec.ProcessRequest{Action: "wait", SessionID: server, Pattern: "listening on", Timeout: ptr(bgexec.Number(10000))}))
+	id := res.Details.SessionID
+	show(agent.Process(ctx, &bgexec.ProcessRequest{Action: "wait", SessionID: id, Pattern: "listening on", Timeout: ptr(bgexec.Number(10000))}))
 
 	step("7. list shows the agent's sessions")
 	show(agent.Process(ctx, &bgexec.ProcessRequest{Action: "list"}))
 
 	step("8. kill ends the server's whole process group")
-	show(agent.Process(ctx, &bgexec.ProcessRequest{Action: "kill", SessionID: server}))
+	show(agent.Process(ctx, &bgexec.ProcessRequest{Action: "kill", SessionID: id}))
 
+}
+
+// notify leaves a job to run and shows the heartbeat and event its end
+// raises.
+func notify(ctx context.Context, agent *bgexec.Scope, queue *bgexec.Queue) {
 	step("9. a job nobody waits for wakes the agent when it ends")
 	// The build's exit was reported by wait, and the server's by the kill's
 	// own result, so neither raises an event. A job left to run does.
