@@ -112,39 +112,12 @@ func (s optSpec) parse(args []string, base int) parsed {
 			p.rest(args[i+1:], idx+1)
 			return p
 		case strings.HasPrefix(a, "--"):
-			name, value, hasValue := strings.Cut(a[2:], "=")
-			o := opt{name: "--" + name, value: value, hasValue: hasValue, idx: idx, typed: name, inline: hasValue}
-			matches := s.longMatches(name)
-			kind := noArg
-			if len(matches) == 1 {
-				o.name = "--" + matches[0]
-				o.exact = matches[0] == name
-				kind = s.long[matches[0]]
-			}
-			if kind == requiredArg && !hasValue && i+1 < len(args) {
-				i++
-				o.value, o.hasValue = args[i], true
-			}
-			p.opts = append(p.opts, o)
+			i = s.longOpt(&p, args, i, base)
 		case strings.HasPrefix(a, "-") && a != "-":
-			for j := 1; j < len(a); j++ {
-				kind, _ := s.shortKind(a[j])
-				o := opt{name: "-" + a[j:j+1], idx: idx}
-				if kind != noArg {
-					if j+1 < len(a) {
-						o.value, o.hasValue = a[j+1:], true
-					} else if kind == requiredArg && i+1 < len(args) {
-						i++
-						o.value, o.hasValue = args[i], true
-					}
-					p.opts = append(p.opts, o)
-					if strings.IndexByte(s.stopAfter, a[j]) >= 0 {
-						p.rest(args[i+1:], base+i+1)
-						return p
-					}
-					break
-				}
-				p.opts = append(p.opts, o)
+			var stop bool
+			if i, stop = s.shortOpts(&p, args, i, base); stop {
+				p.rest(args[i+1:], base+i+1)
+				return p
 			}
 		default:
 			p.operands = append(p.operands, operand{a, idx})
@@ -155,6 +128,52 @@ func (s optSpec) parse(args []string, base int) parsed {
 		}
 	}
 	return p
+}
+
+// longOpt reads the long option args[i] into p, and its value from the
+// next word when it takes one and has none inline; it returns the index
+// of the last word it read.
+func (s optSpec) longOpt(p *parsed, args []string, i, base int) int {
+	name, value, hasValue := strings.Cut(args[i][2:], "=")
+	o := opt{name: "--" + name, value: value, hasValue: hasValue, idx: base + i, typed: name, inline: hasValue}
+	matches := s.longMatches(name)
+	kind := noArg
+	if len(matches) == 1 {
+		o.name = "--" + matches[0]
+		o.exact = matches[0] == name
+		kind = s.long[matches[0]]
+	}
+	if kind == requiredArg && !hasValue && i+1 < len(args) {
+		i++
+		o.value, o.hasValue = args[i], true
+	}
+	p.opts = append(p.opts, o)
+	return i
+}
+
+// shortOpts reads the bundle of short options args[i] into p: each up to
+// the first that takes a value, which is the rest of the word or, when it
+// requires one, the next word. It returns the index of the last word it
+// read, and whether that option ends the options (stopAfter).
+func (s optSpec) shortOpts(p *parsed, args []string, i, base int) (last int, stop bool) {
+	a, idx := args[i], base+i
+	for j := 1; j < len(a); j++ {
+		kind, _ := s.shortKind(a[j])
+		o := opt{name: "-" + a[j:j+1], idx: idx}
+		if kind == noArg {
+			p.opts = append(p.opts, o)
+			continue
+		}
+		if j+1 < len(a) {
+			o.value, o.hasValue = a[j+1:], true
+		} else if kind == requiredArg && i+1 < len(args) {
+			i++
+			o.value, o.hasValue = args[i], true
+		}
+		p.opts = append(p.opts, o)
+		return i, strings.IndexByte(s.stopAfter, a[j]) >= 0
+	}
+	return i, false
 }
 
 // rest adds words after the options as operands.

@@ -69,7 +69,27 @@ var gitGlobalSpec = optSpec{
 // subcommands that run a program named in an argument.
 func gitModel(name string, args []string) []finding {
 	p := gitGlobalSpec.parse(args, 1)
-	for _, o := range p.opts {
+	if f := gitGlobalFindings(p.opts); f != nil {
+		return f
+	}
+	if len(p.operands) == 0 {
+		return nil
+	}
+	sub := p.operands[0]
+	if f := gitSubcommandFindings(sub); f != nil {
+		return f
+	}
+	rest := args[sub.idx:] // the words after the subcommand
+	if f := gitArgFindings(sub, rest); f != nil {
+		return f
+	}
+	return gitSubcommandArgFindings(sub, rest)
+}
+
+// gitGlobalFindings refuses the global options that set configuration or
+// pick where git's commands come from.
+func gitGlobalFindings(opts []opt) []finding {
+	for _, o := range opts {
 		switch o.name {
 		case "-c", "--config-env":
 			return []finding{{o.idx, fmt.Sprintf("git option %s sets configuration, which can make git run any program", o.name)}}
@@ -77,10 +97,12 @@ func gitModel(name string, args []string) []finding {
 			return []finding{{o.idx, "git option --exec-path picks the directory git runs its commands from"}}
 		}
 	}
-	if len(p.operands) == 0 {
-		return nil
-	}
-	sub := p.operands[0]
+	return nil
+}
+
+// gitSubcommandFindings refuses a subcommand only known at run time, one
+// that runs a program, and one that is not built in.
+func gitSubcommandFindings(sub operand) []finding {
 	if sub.value == unknownWord {
 		return []finding{{sub.idx, "git subcommand only known at run time"}}
 	}
@@ -90,7 +112,14 @@ func gitModel(name string, args []string) []finding {
 	if !gitBuiltins[sub.value] {
 		return []finding{{sub.idx, fmt.Sprintf("git %s is not one of git's own commands: an alias (which can be \"!command\") or a git-%s program runs", sub.value, sub.value)}}
 	}
-	rest := args[sub.idx:] // the words after the subcommand
+	return nil
+}
+
+// gitArgFindings refuses, among the words rest after the subcommand sub
+// (up to "--"), one only known at run time (unless it is the value of an
+// option that takes text) and a long option, however abbreviated, that
+// runs a program.
+func gitArgFindings(sub operand, rest []string) []finding {
 	for i, a := range rest {
 		idx := sub.idx + 1 + i
 		if a == "--" {
@@ -116,6 +145,13 @@ func gitModel(name string, args []string) []finding {
 			}
 		}
 	}
+	return nil
+}
+
+// gitSubcommandArgFindings refuses what particular subcommands do with
+// their arguments: configuration writes, short options that name a
+// program, bisect run and submodule foreach.
+func gitSubcommandArgFindings(sub operand, rest []string) []finding {
 	shortOpt := func(letter string) []finding {
 		for i, a := range rest {
 			if a == "--" {

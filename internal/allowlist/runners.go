@@ -124,7 +124,6 @@ var (
 // wrapper finds the command a wrapper runs, by its options. Unknown
 // options make the command unreadable (-1).
 func (w *walker) wrapper(base string, args []string) (string, int) {
-	withValue, noValue := wrapperValueOpts[base], wrapperFlagOpts[base]
 	i := 0
 	for i < len(args) {
 		a := args[i]
@@ -136,17 +135,8 @@ func (w *walker) wrapper(base string, args []string) (string, int) {
 			break
 		}
 		if base == "env" && strings.Contains(a, "=") && !strings.HasPrefix(a, "-") {
-			key, _, _ := strings.Cut(a, "=")
-			if strings.HasPrefix(key, "BASH") || key == "EXECIGNORE" {
-				return fmt.Sprintf("env %s= changes how the shell finds or runs commands", key), 0
-			}
-			if why, ok := toolEnv[key]; ok {
-				return fmt.Sprintf("env %s= %s", key, why), 0
-			}
-			if w.c.AssignKey != nil {
-				if reason := w.c.AssignKey(key); reason != "" {
-					return reason, 0
-				}
+			if why := w.envAssignment(a); why != "" {
+				return why, 0
 			}
 			i++
 			continue
@@ -154,46 +144,14 @@ func (w *walker) wrapper(base string, args []string) (string, int) {
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			break
 		}
-		if strings.HasPrefix(a, "--") {
-			// Long options: only the harmless ones, with their value inline.
-			opt, _, _ := strings.Cut(a, "=")
-			if base == "env" && len(opt) > 2 && strings.HasPrefix("--split-string", opt) {
-				return "env --split-string (-S) splits a string into a command this check cannot read", 0
-			}
-			switch base + opt {
-			case "timeout--preserve-status", "timeout--foreground", "timeout--verbose", "timeout--kill-after", "timeout--signal",
-				"nice--adjustment", "env--ignore-environment", "env--null", "env--unset":
-				if !strings.Contains(a, "=") && (opt == "--kill-after" || opt == "--signal" || opt == "--adjustment" || opt == "--unset") {
-					i++
-				}
-				i++
-				continue
-			}
+		why, words := wrapperOption(base, a)
+		if why != "" {
+			return why, 0
+		}
+		if words == 0 {
 			return "", -1
 		}
-		if base == "nice" && len(a) > 1 && strings.Trim(a[1:], "0123456789") == "" {
-			i++ // nice -10
-			continue
-		}
-		j := 1
-		for j < len(a) {
-			ch := a[j]
-			switch {
-			case strings.IndexByte(withValue, ch) >= 0:
-				if base == "env" && ch == 'S' {
-					return "env -S splits a string into a command this check cannot read", 0
-				}
-				if j == len(a)-1 {
-					i++ // the value is the next word
-				}
-				j = len(a)
-			case strings.IndexByte(noValue, ch) >= 0:
-				j++
-			default:
-				return "", -1
-			}
-		}
-		i++
+		i += words
 	}
 	if base == "timeout" {
 		i++ // the duration
@@ -205,4 +163,64 @@ func (w *walker) wrapper(base string, args []string) (string, int) {
 		return "", -1
 	}
 	return "", i + 1 // words[0] is the wrapper
+}
+
+// envAssignment says why env's assignment a (KEY=value) is refused, or "".
+func (w *walker) envAssignment(a string) string {
+	key, _, _ := strings.Cut(a, "=")
+	if strings.HasPrefix(key, "BASH") || key == "EXECIGNORE" {
+		return fmt.Sprintf("env %s= changes how the shell finds or runs commands", key)
+	}
+	if why, ok := toolEnv[key]; ok {
+		return fmt.Sprintf("env %s= %s", key, why)
+	}
+	if w.c.AssignKey != nil {
+		return w.c.AssignKey(key)
+	}
+	return ""
+}
+
+// wrapperOption reads the option word a of wrapper base: why it is
+// refused, or how many words it takes (2 when its value is the next
+// word), 0 when it is not one this check knows.
+func wrapperOption(base, a string) (why string, words int) {
+	if strings.HasPrefix(a, "--") {
+		// Long options: only the harmless ones, with their value inline.
+		opt, _, _ := strings.Cut(a, "=")
+		if base == "env" && len(opt) > 2 && strings.HasPrefix("--split-string", opt) {
+			return "env --split-string (-S) splits a string into a command this check cannot read", 0
+		}
+		switch base + opt {
+		case "timeout--preserve-status", "timeout--foreground", "timeout--verbose", "timeout--kill-after", "timeout--signal",
+			"nice--adjustment", "env--ignore-environment", "env--null", "env--unset":
+			if !strings.Contains(a, "=") && (opt == "--kill-after" || opt == "--signal" || opt == "--adjustment" || opt == "--unset") {
+				return "", 2
+			}
+			return "", 1
+		}
+		return "", 0
+	}
+	if base == "nice" && len(a) > 1 && strings.Trim(a[1:], "0123456789") == "" {
+		return "", 1 // nice -10
+	}
+	withValue, noValue := wrapperValueOpts[base], wrapperFlagOpts[base]
+	words = 1
+	for j := 1; j < len(a); {
+		ch := a[j]
+		switch {
+		case strings.IndexByte(withValue, ch) >= 0:
+			if base == "env" && ch == 'S' {
+				return "env -S splits a string into a command this check cannot read", 0
+			}
+			if j == len(a)-1 {
+				words = 2 // the value is the next word
+			}
+			j = len(a)
+		case strings.IndexByte(noValue, ch) >= 0:
+			j++
+		default:
+			return "", 0
+		}
+	}
+	return "", words
 }

@@ -57,60 +57,28 @@ func sedWhat(construct string) string {
 // flags of s, and names the construct it found. It errs on the side of
 // refusing.
 func sedScriptRuns(s string) string {
-	i := 0
-	skipDelimited := func(n int) bool { // skip n parts delimited by s[i]
-		if i >= len(s) {
-			return false
-		}
-		d := s[i]
-		i++
-		for ; n > 0; n-- {
-			for i < len(s) && s[i] != d {
-				if s[i] == '\\' {
-					i++
-				}
-				i++
-			}
-			if i >= len(s) {
-				return false
-			}
-			i++
-		}
-		return true
-	}
-	for i < len(s) {
-		c := s[i]
+	sc := &sedScan{s: s}
+	for sc.i < len(s) {
+		c := s[sc.i]
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '{' || c == '}' || c == '!' || c == ',' ||
 			c == '$' || c == '~' || c == '+' || c >= '0' && c <= '9':
-			i++
+			sc.i++
 		case c == '/' || c == '\\':
-			if c == '\\' {
-				i++
-			}
-			if !skipDelimited(1) {
+			if !sc.address() {
 				return ""
-			}
-			for i < len(s) && (s[i] == 'I' || s[i] == 'M') {
-				i++
 			}
 		case c == 's':
-			i++
-			if !skipDelimited(2) {
+			sc.i++
+			if !sc.skipDelimited(2) {
 				return ""
 			}
-			for i < len(s) && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
-				switch s[i] {
-				case 'e':
-					return "s///e flag"
-				case 'w', 'W':
-					return "s///w flag"
-				}
-				i++
+			if f := sc.sFlags(); f != "" {
+				return f
 			}
 		case c == 'y':
-			i++
-			if !skipDelimited(2) {
+			sc.i++
+			if !sc.skipDelimited(2) {
 				return ""
 			}
 		case c == 'e':
@@ -118,23 +86,89 @@ func sedScriptRuns(s string) string {
 		case c == 'w' || c == 'W':
 			return string(c) + " command"
 		case c == ':' || c == 'b' || c == 't' || c == 'T' || c == 'q' || c == 'Q' || c == 'l' || c == 'L':
-			// A label or a number: GNU sed ends it at ";" and at blanks
-			// too (":x e cmd" runs cmd).
-			i++
-			for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-				i++
-			}
-			for i < len(s) && s[i] != '\n' && s[i] != ';' && s[i] != '}' && s[i] != ' ' && s[i] != '\t' {
-				i++
-			}
+			sc.i++
+			sc.label()
 		case c == 'a' || c == 'i' || c == 'c' || c == 'r' || c == 'R':
 			// Text or a file name to the end of the line.
-			for i < len(s) && s[i] != '\n' {
-				i++
+			for sc.i < len(s) && s[sc.i] != '\n' {
+				sc.i++
 			}
 		default:
-			i++ // p d D n N g G h H x z = F v …
+			sc.i++ // p d D n N g G h H x z = F v …
 		}
 	}
 	return ""
+}
+
+// sedScan is a position i in a sed script s.
+type sedScan struct {
+	s string
+	i int
+}
+
+// skipDelimited skips n parts delimited by s[i] (a backslash escapes the
+// next byte); false when the script ends first.
+func (sc *sedScan) skipDelimited(n int) bool {
+	s := sc.s
+	if sc.i >= len(s) {
+		return false
+	}
+	d := s[sc.i]
+	sc.i++
+	for ; n > 0; n-- {
+		for sc.i < len(s) && s[sc.i] != d {
+			if s[sc.i] == '\\' {
+				sc.i++
+			}
+			sc.i++
+		}
+		if sc.i >= len(s) {
+			return false
+		}
+		sc.i++
+	}
+	return true
+}
+
+// address skips a regular expression address (/re/ or \cREc) and its I
+// and M flags; false when the script ends first.
+func (sc *sedScan) address() bool {
+	if sc.s[sc.i] == '\\' {
+		sc.i++
+	}
+	if !sc.skipDelimited(1) {
+		return false
+	}
+	for sc.i < len(sc.s) && (sc.s[sc.i] == 'I' || sc.s[sc.i] == 'M') {
+		sc.i++
+	}
+	return true
+}
+
+// sFlags reads an s command's flags, up to the command's end, and names
+// the one that runs a command or writes a file, or "".
+func (sc *sedScan) sFlags() string {
+	s := sc.s
+	for sc.i < len(s) && s[sc.i] != ';' && s[sc.i] != '\n' && s[sc.i] != '}' {
+		switch s[sc.i] {
+		case 'e':
+			return "s///e flag"
+		case 'w', 'W':
+			return "s///w flag"
+		}
+		sc.i++
+	}
+	return ""
+}
+
+// label skips a label or a number: GNU sed ends it at ";" and at blanks
+// too (":x e cmd" runs cmd).
+func (sc *sedScan) label() {
+	s := sc.s
+	for sc.i < len(s) && (s[sc.i] == ' ' || s[sc.i] == '\t') {
+		sc.i++
+	}
+	for sc.i < len(s) && s[sc.i] != '\n' && s[sc.i] != ';' && s[sc.i] != '}' && s[sc.i] != ' ' && s[sc.i] != '\t' {
+		sc.i++
+	}
 }

@@ -76,19 +76,8 @@ func (k *skipper) route(out, p []byte, feed func([]byte)) []byte {
 		if k.st == scanGround && k.utf8Left == 0 && b >= 0x20 && b < 0x7f {
 			// The common case, a run of printable ASCII, in one copy: what
 			// plain does byte by byte (no line feed among them).
-			j := i + 1
-			for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
-				j++
-			}
-			k.prevCR = false
-			if k.deferring {
-				k.pend = append(k.pend, p[i:j]...)
-				if len(k.pend) > maxPend {
-					k.flush(feed)
-				}
-			} else {
-				out = append(out, p[i:j]...)
-			}
+			var j int
+			out, j = k.printable(out, p, i, feed)
 			i = j - 1
 			continue
 		}
@@ -99,115 +88,176 @@ func (k *skipper) route(out, p []byte, feed func([]byte)) []byte {
 		}
 		switch k.st {
 		case scanGround:
-			switch {
-			case b == 0x1b:
-				out = k.startSeq(out, b)
-			case b == '\n':
-				out = k.plain(out, b, feed)
-			case b == '\r' || b == '\t' || (b >= 0x20 && b < 0x7f):
-				out = k.plain(out, b, feed)
-			case b >= 0x80 && k.utf8Left > 0:
-				k.utf8Left--
-				out = k.plain(out, b, feed)
-			case b >= 0xC2 && b <= 0xDF:
-				k.utf8Left = 1
-				out = k.plain(out, b, feed)
-			case b >= 0xE0 && b <= 0xEF:
-				k.utf8Left = 2
-				out = k.plain(out, b, feed)
-			case b >= 0xF0 && b <= 0xF4:
-				k.utf8Left = 3
-				out = k.plain(out, b, feed)
-			default:
-				out = k.brk(out, []byte{b}, feed)
-			}
+			out = k.ground(out, b, feed)
 		case scanEsc:
-			switch {
-			case b == '[':
-				k.st = scanCSI
-				k.seq = append(k.seq, b)
-				out = k.emit(out, b)
-			case b == 0x1b:
-				out = k.brk(out, nil, feed) // a lone ESC; b starts anew
-				out = k.startSeq(out, b)
-			case b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X':
-				k.st = scanStr
-				out = k.brk(out, []byte{b}, feed)
-			case b >= 0x20 && b <= 0x2f:
-				k.st = scanEscInt
-				out = k.brk(out, []byte{b}, feed)
-			case b < 0x20:
-				out = k.brk(out, []byte{b}, feed) // executed inside the sequence
-			default:
-				if b == 'c' { // RIS: a full reset
-					k.margins, k.noSkip = false, false
-				}
-				k.st = scanGround
-				out = k.brk(out, []byte{b}, feed)
-			}
+			out = k.afterEsc(out, b, feed)
 		case scanEscInt:
-			switch {
-			case b == 0x1b:
-				out = k.brk(out, nil, feed)
-				out = k.startSeq(out, b)
-			case b >= 0x20 && b <= 0x2f:
-				out = k.brk(out, []byte{b}, feed)
-			default:
-				k.st = scanGround
-				out = k.brk(out, []byte{b}, feed)
-			}
+			out = k.escInt(out, b, feed)
 		case scanCSI:
-			switch {
-			case b == 0x1b:
-				out = k.brk(out, nil, feed)
-				out = k.startSeq(out, b)
-			case b < 0x20:
-				k.st = scanCSIBrk
-				out = k.brk(out, []byte{b}, feed)
-			case b >= 0x40 && b <= 0x7e:
-				k.seq = append(k.seq, b)
-				k.st = scanGround
-				out = k.csi(out, feed)
-			case len(k.seq) >= maxSeq:
-				k.st = scanCSIBrk
-				out = k.brk(out, []byte{b}, feed)
-			default:
-				k.seq = append(k.seq, b)
-				out = k.emit(out, b)
-			}
+			out = k.inCSI(out, b, feed)
 		case scanCSIBrk:
-			switch {
-			case b == 0x1b:
-				out = k.brk(out, nil, feed)
-				out = k.startSeq(out, b)
-			case b >= 0x40 && b <= 0x7e:
-				k.st = scanGround
-				out = k.brk(out, []byte{b}, feed)
-			default:
-				out = k.brk(out, []byte{b}, feed)
-			}
+			out = k.csiBrk(out, b, feed)
 		case scanStr:
-			switch b {
-			case 0x07:
-				k.st = scanGround
-			case 0x1b:
-				k.st = scanStrEsc
-			}
-			out = k.brk(out, []byte{b}, feed)
+			out = k.inStr(out, b, feed)
 		case scanStrEsc:
-			switch {
-			case b == '[':
-				k.st = scanCSIBrk
-			case b >= 0x20 && b <= 0x2f:
-				k.st = scanEscInt
-			case b == 0x1b:
-				k.st = scanStrEsc
-			default: // ST ("\\") or another sequence's final byte
-				k.st = scanGround
-			}
-			out = k.brk(out, []byte{b}, feed)
+			out = k.strEsc(out, b, feed)
 		}
 	}
+	return out
+}
+
+// printable takes the run of printable ASCII from p[i] on: held back
+// while deferring, else appended to out. It returns out and the run's end.
+func (k *skipper) printable(out, p []byte, i int, feed func([]byte)) ([]byte, int) {
+	j := i + 1
+	for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
+		j++
+	}
+	k.prevCR = false
+	if k.deferring {
+		k.pend = append(k.pend, p[i:j]...)
+		if len(k.pend) > maxPend {
+			k.flush(feed)
+		}
+	} else {
+		out = append(out, p[i:j]...)
+	}
+	return out, j
+}
+
+// ground routes byte b in the ground state: plain text, or the ESC that starts a sequence.
+func (k *skipper) ground(out []byte, b byte, feed func([]byte)) []byte {
+	switch {
+	case b == 0x1b:
+		out = k.startSeq(out, b)
+	case b == '\n':
+		out = k.plain(out, b, feed)
+	case b == '\r' || b == '\t' || (b >= 0x20 && b < 0x7f):
+		out = k.plain(out, b, feed)
+	case b >= 0x80 && k.utf8Left > 0:
+		k.utf8Left--
+		out = k.plain(out, b, feed)
+	case b >= 0xC2 && b <= 0xDF:
+		k.utf8Left = 1
+		out = k.plain(out, b, feed)
+	case b >= 0xE0 && b <= 0xEF:
+		k.utf8Left = 2
+		out = k.plain(out, b, feed)
+	case b >= 0xF0 && b <= 0xF4:
+		k.utf8Left = 3
+		out = k.plain(out, b, feed)
+	default:
+		out = k.brk(out, []byte{b}, feed)
+	}
+	return out
+}
+
+// afterEsc routes byte b after an ESC.
+func (k *skipper) afterEsc(out []byte, b byte, feed func([]byte)) []byte {
+	switch {
+	case b == '[':
+		k.st = scanCSI
+		k.seq = append(k.seq, b)
+		out = k.emit(out, b)
+	case b == 0x1b:
+		out = k.brk(out, nil, feed) // a lone ESC; b starts anew
+		out = k.startSeq(out, b)
+	case b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X':
+		k.st = scanStr
+		out = k.brk(out, []byte{b}, feed)
+	case b >= 0x20 && b <= 0x2f:
+		k.st = scanEscInt
+		out = k.brk(out, []byte{b}, feed)
+	case b < 0x20:
+		out = k.brk(out, []byte{b}, feed) // executed inside the sequence
+	default:
+		if b == 'c' { // RIS: a full reset
+			k.margins, k.noSkip = false, false
+		}
+		k.st = scanGround
+		out = k.brk(out, []byte{b}, feed)
+	}
+	return out
+}
+
+// escInt routes byte b in an ESC sequence's intermediate bytes.
+func (k *skipper) escInt(out []byte, b byte, feed func([]byte)) []byte {
+	switch {
+	case b == 0x1b:
+		out = k.brk(out, nil, feed)
+		out = k.startSeq(out, b)
+	case b >= 0x20 && b <= 0x2f:
+		out = k.brk(out, []byte{b}, feed)
+	default:
+		k.st = scanGround
+		out = k.brk(out, []byte{b}, feed)
+	}
+	return out
+}
+
+// inCSI routes byte b in a CSI sequence held for classification.
+func (k *skipper) inCSI(out []byte, b byte, feed func([]byte)) []byte {
+	switch {
+	case b == 0x1b:
+		out = k.brk(out, nil, feed)
+		out = k.startSeq(out, b)
+	case b < 0x20:
+		k.st = scanCSIBrk
+		out = k.brk(out, []byte{b}, feed)
+	case b >= 0x40 && b <= 0x7e:
+		k.seq = append(k.seq, b)
+		k.st = scanGround
+		out = k.csi(out, feed)
+	case len(k.seq) >= maxSeq:
+		k.st = scanCSIBrk
+		out = k.brk(out, []byte{b}, feed)
+	default:
+		k.seq = append(k.seq, b)
+		out = k.emit(out, b)
+	}
+	return out
+}
+
+// csiBrk routes byte b in a CSI sequence that is fed as it is.
+func (k *skipper) csiBrk(out []byte, b byte, feed func([]byte)) []byte {
+	switch {
+	case b == 0x1b:
+		out = k.brk(out, nil, feed)
+		out = k.startSeq(out, b)
+	case b >= 0x40 && b <= 0x7e:
+		k.st = scanGround
+		out = k.brk(out, []byte{b}, feed)
+	default:
+		out = k.brk(out, []byte{b}, feed)
+	}
+	return out
+}
+
+// inStr routes byte b in a string (OSC, DCS, APC, PM, SOS).
+func (k *skipper) inStr(out []byte, b byte, feed func([]byte)) []byte {
+	switch b {
+	case 0x07:
+		k.st = scanGround
+	case 0x1b:
+		k.st = scanStrEsc
+	}
+	out = k.brk(out, []byte{b}, feed)
+	return out
+}
+
+// strEsc routes byte b after an ESC in a string.
+func (k *skipper) strEsc(out []byte, b byte, feed func([]byte)) []byte {
+	switch {
+	case b == '[':
+		k.st = scanCSIBrk
+	case b >= 0x20 && b <= 0x2f:
+		k.st = scanEscInt
+	case b == 0x1b:
+		k.st = scanStrEsc
+	default: // ST ("\\") or another sequence's final byte
+		k.st = scanGround
+	}
+	out = k.brk(out, []byte{b}, feed)
 	return out
 }
 

@@ -88,51 +88,18 @@ func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
 		defer t.Stop()
 		probe = t.C
 	}
-	var lw *lineWaiter
 	s.mu.Lock()
+	var lw *lineWaiter
 	if spec.Pattern != nil {
-		lw = &lineWaiter{re: spec.Pattern}
-		lw.feed(s.out.linePrefix)
-		for _, c := range s.out.pending.chunks {
-			lw.feed(c.text)
-		}
-		s.lineWaiters = append(s.lineWaiters, lw)
+		lw = s.addLineWaiterLocked(spec.Pattern)
 	}
 	s.waiters++
-	// The idle timer is armed for the moment the output would be quiet,
-	// and rearmed when more arrived meanwhile.
-	rawAtStart, start := s.rawBytes, time.Now()
-	var idle *time.Timer
-	var idleC <-chan time.Time
-	if spec.Idle > 0 {
-		idle = time.NewTimer(spec.Idle)
-		defer idle.Stop()
-		idleC = idle.C
-	}
-	quiet := func() bool {
-		if idle == nil || (s.rawBytes == rawAtStart && s.out.pending.empty()) || s.unansweredLocked() {
-			return false // nothing new yet: the next output wakes us
-		}
-		// Quiet counts from the call's start and the last input too.
-		left := spec.Idle - s.quietSinceLocked(later(start, s.inputAt))
-		if left <= 0 {
-			return true
-		}
-		idle.Reset(left)
-		return false
-	}
+	iw := s.newIdleWatchLocked(spec.Idle)
+	defer iw.stop()
 	cond := ""
 	for cond == "" {
-		switch {
-		case lw != nil && lw.hit:
-			cond = CondPattern
-			continue
-		case s.ended:
-			cond = CondExit
-			continue
-		case quiet():
-			cond = CondIdle
-			continue
+		if cond = s.heldLocked(lw, iw); cond != "" {
+			break
 		}
 		ch := s.changed
 		s.mu.Unlock()
@@ -144,7 +111,7 @@ func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
 		select {
 		case <-ch:
 		case <-probe:
-		case <-idleC:
+		case <-iw.c:
 		case <-deadline.C:
 			cond = CondTimeout
 		case <-ctx.Done():
@@ -155,6 +122,45 @@ func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
 			cond = CondExit
 		}
 	}
+	w := s.endWaitLocked(lw, cond)
+	s.mu.Unlock()
+	if w.Snap.Ended {
+		w.Retract = s.takeReport(ctx)
+		w.reported = true
+	}
+	return w
+}
+
+// addLineWaiterLocked registers a waiter for a line matching re, fed the
+// text the agent has not read yet (the partial line and the pending
+// output), so a line split around an earlier poll still matches whole.
+func (s *Session) addLineWaiterLocked(re *regexp.Regexp) *lineWaiter {
+	lw := &lineWaiter{re: re}
+	lw.feed(s.out.linePrefix)
+	for _, c := range s.out.pending.chunks {
+		lw.feed(c.text)
+	}
+	s.lineWaiters = append(s.lineWaiters, lw)
+	return lw
+}
+
+// heldLocked returns the condition that holds now, in the order a wait
+// reports them (a pattern, the end, quiet output), or "".
+func (s *Session) heldLocked(lw *lineWaiter, iw *idleWatch) string {
+	switch {
+	case lw != nil && lw.hit:
+		return CondPattern
+	case s.ended:
+		return CondExit
+	case iw.quietLocked(s):
+		return CondIdle
+	}
+	return ""
+}
+
+// endWaitLocked ends a wait that saw cond: it unregisters the wait and its
+// line waiter and drains the pending output.
+func (s *Session) endWaitLocked(lw *lineWaiter, cond string) Waited {
 	s.waiters--
 	s.inputOpen = false // read
 	if lw != nil {
@@ -166,10 +172,49 @@ func (s *Session) Wait(ctx context.Context, spec WaitSpec) Waited {
 	if lw != nil {
 		w.Matched = lw.matched
 	}
-	s.mu.Unlock()
-	if w.Snap.Ended {
-		w.Retract = s.takeReport(ctx)
-		w.reported = true
-	}
 	return w
+}
+
+// idleWatch is a wait's idle condition: its timer is armed for the moment
+// the output would be quiet, and rearmed when more arrived meanwhile. The
+// zero idle (no idle condition) has no timer and never holds.
+type idleWatch struct {
+	idle       time.Duration
+	timer      *time.Timer
+	c          <-chan time.Time // the timer's channel; nil without one
+	rawAtStart int64            // the session's raw bytes when the wait began
+	start      time.Time
+}
+
+// newIdleWatchLocked starts the idle condition of a wait for idle (0:
+// none).
+func (s *Session) newIdleWatchLocked(idle time.Duration) *idleWatch {
+	iw := &idleWatch{idle: idle, rawAtStart: s.rawBytes, start: time.Now()}
+	if idle > 0 {
+		iw.timer = time.NewTimer(idle)
+		iw.c = iw.timer.C
+	}
+	return iw
+}
+
+// stop stops the timer.
+func (iw *idleWatch) stop() {
+	if iw.timer != nil {
+		iw.timer.Stop()
+	}
+}
+
+// quietLocked reports whether the output has been quiet for the idle
+// time; when not yet, it rearms the timer for the rest.
+func (iw *idleWatch) quietLocked(s *Session) bool {
+	if iw.timer == nil || (s.rawBytes == iw.rawAtStart && s.out.pending.empty()) || s.unansweredLocked() {
+		return false // nothing new yet: the next output wakes us
+	}
+	// Quiet counts from the call's start and the last input too.
+	left := iw.idle - s.quietSinceLocked(later(iw.start, s.inputAt))
+	if left <= 0 {
+		return true
+	}
+	iw.timer.Reset(left)
+	return false
 }

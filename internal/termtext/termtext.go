@@ -158,26 +158,10 @@ func (c *Cleaner) Append(dst []byte, p []byte) (out []byte, runes int, ev Events
 		inSeq := c.st != stGround
 		switch c.st {
 		case stGround:
-			// Extend a run of bytes that are kept as they are, then copy
-			// it in one go.
+			// Copy a run of bytes that are kept as they are in one go.
 			start := i
-			count := 0
-			for {
-				if i < len(p) && p[i] < utf8.RuneSelf {
-					j := scanPlain(p, i)
-					count += j - i
-					i = j
-				}
-				if i >= len(p) || p[i] < utf8.RuneSelf {
-					break
-				}
-				r, size := utf8.DecodeRune(p[i:])
-				if size == 1 || !keepRune(r) {
-					break // invalid, incomplete, C1 or format: slow path
-				}
-				i += size
-				count++
-			}
+			var count int
+			i, count = keptRun(p, i)
 			dst = append(dst, p[start:i]...)
 			runes += count
 		case stCSI:
@@ -216,6 +200,29 @@ func (c *Cleaner) Append(dst []byte, p []byte) (out []byte, runes int, ev Events
 		i += size
 	}
 	return dst, runes, ev
+}
+
+// keptRun finds the run of bytes from p[i] on that the cleaner keeps as
+// they are in the ground state (plain text and complete UTF-8 sequences
+// of kept code points): it returns where the run ends and how many code
+// points it holds.
+func keptRun(p []byte, i int) (end, count int) {
+	for {
+		if i < len(p) && p[i] < utf8.RuneSelf {
+			j := scanPlain(p, i)
+			count += j - i
+			i = j
+		}
+		if i >= len(p) || p[i] < utf8.RuneSelf {
+			return i, count
+		}
+		r, size := utf8.DecodeRune(p[i:])
+		if size == 1 || !keepRune(r) {
+			return i, count // invalid, incomplete, C1 or format: slow path
+		}
+		i += size
+		count++
+	}
 }
 
 // finishCarry decodes the UTF-8 prefix carried over from the previous call

@@ -113,6 +113,38 @@ func (p *Pool) Close() {
 	}
 }
 
+// authMethods are how dial authenticates to nc: its key, or the SSH
+// agent's keys, through agentConn, which the caller closes after the
+// handshake.
+func (p *Pool) authMethods(nc *nodeConfig) (auth []ssh.AuthMethod, agentConn net.Conn, err error) {
+	if nc.signer != nil {
+		return []ssh.AuthMethod{ssh.PublicKeys(nc.signer)}, nil, nil
+	}
+	sock := p.getenv("SSH_AUTH_SOCK")
+	ac, err := net.DialTimeout("unix", sock, nc.dialTimeout)
+	if err != nil {
+		return nil, nil, &Error{Node: nc.name, Text: fmt.Sprintf("cannot reach the SSH agent at %s for node %s: %v", sock, nc.name, err), Err: err}
+	}
+	return []ssh.AuthMethod{ssh.PublicKeysCallback(agent.NewClient(ac).Signers)}, ac, nil
+}
+
+// handshakeError says why the SSH handshake with nc failed, for the
+// model: a host key that is not the known one, or unknown, a key the node
+// refused, or the handshake's own error. keyErr is the host key check's
+// error, nil when the check passed or was not reached.
+func handshakeError(nc *nodeConfig, keyErr *knownhosts.KeyError, err error) error {
+	fail := func(text string) error { return &Error{Node: nc.name, Text: text, Err: err} }
+	switch {
+	case keyErr != nil && len(keyErr.Want) > 0:
+		return fail("host key mismatch for " + nc.addr + " (node " + nc.name + "): the key it offered is not the one in " + nc.knownHosts + "; if the node's key really changed, update that file")
+	case keyErr != nil:
+		return fail("unknown host key for " + nc.addr + " (node " + nc.name + "): add the node's key to " + nc.knownHosts)
+	case strings.Contains(err.Error(), "unable to authenticate"):
+		return fail("authentication failed for " + nc.user + "@" + nc.addr + " (node " + nc.name + "): the node refused the key")
+	}
+	return fail(fmt.Sprintf("SSH handshake with node %s at %s failed: %v", nc.name, nc.addr, err))
+}
+
 // dial connects to the node and verifies its host key. Its errors are
 // *Error with texts for the model.
 func (p *Pool) dial(nc *nodeConfig) (*nodeConn, error) {
@@ -127,17 +159,12 @@ func (p *Pool) dial(nc *nodeConfig) (*nodeConn, error) {
 		errors.As(err, &keyErr)
 		return err
 	}
-	auth := []ssh.AuthMethod{}
-	if nc.signer != nil {
-		auth = append(auth, ssh.PublicKeys(nc.signer))
-	} else {
-		sock := p.getenv("SSH_AUTH_SOCK")
-		ac, err := net.DialTimeout("unix", sock, nc.dialTimeout)
-		if err != nil {
-			return nil, fail(fmt.Sprintf("cannot reach the SSH agent at %s for node %s: %v", sock, nc.name, err), err)
-		}
-		defer ac.Close() // only the handshake signs
-		auth = append(auth, ssh.PublicKeysCallback(agent.NewClient(ac).Signers))
+	auth, agentConn, err := p.authMethods(nc)
+	if err != nil {
+		return nil, err
+	}
+	if agentConn != nil {
+		defer agentConn.Close() // only the handshake signs
 	}
 	cfg := &ssh.ClientConfig{
 		User: nc.user, Auth: auth, HostKeyCallback: hostKey, Timeout: nc.dialTimeout,
@@ -150,15 +177,7 @@ func (p *Pool) dial(nc *nodeConfig) (*nodeConn, error) {
 	cc, chans, reqs, err := ssh.NewClientConn(raw, nc.addr, cfg)
 	if err != nil {
 		_ = raw.Close()
-		switch {
-		case keyErr != nil && len(keyErr.Want) > 0:
-			return nil, fail("host key mismatch for "+nc.addr+" (node "+nc.name+"): the key it offered is not the one in "+nc.knownHosts+"; if the node's key really changed, update that file", err)
-		case keyErr != nil:
-			return nil, fail("unknown host key for "+nc.addr+" (node "+nc.name+"): add the node's key to "+nc.knownHosts, err)
-		case strings.Contains(err.Error(), "unable to authenticate"):
-			return nil, fail("authentication failed for "+nc.user+"@"+nc.addr+" (node "+nc.name+"): the node refused the key", err)
-		}
-		return nil, fail(fmt.Sprintf("SSH handshake with node %s at %s failed: %v", nc.name, nc.addr, err), err)
+		return nil, handshakeError(nc, keyErr, err)
 	}
 	_ = raw.SetDeadline(time.Time{}) // best effort: keepalives watch the link from now on
 	c := &nodeConn{node: nc, client: ssh.NewClient(cc, chans, reqs), dead: make(chan struct{}), stop: make(chan struct{}), wg: p.goroutines}

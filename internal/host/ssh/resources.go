@@ -68,97 +68,121 @@ type nodeProcInfo struct {
 // parseNodeResources turns nodeResourceScript's output into each
 // group's resources; ok is false when it said nothing usable.
 func parseNodeResources(lines []string, groups []int) (map[int]*host.Usage, bool) {
-	page, hz := int64(4096), int64(contain.UserHZ)
-	sawHeader := false
-	procs := map[int]*nodeProcInfo{}
-	tagged := map[int][]int{} // group -> tagged pids
-	var table strings.Builder
-	table.WriteString("header\n") // contain.ParseListeners skips a table's first line
-	cur := -1
+	rd := nodeRead{page: 4096, hz: int64(contain.UserHZ), procs: map[int]*nodeProcInfo{}, tagged: map[int][]int{}, cur: -1}
+	rd.table.WriteString("header\n") // contain.ParseListeners skips a table's first line
 	for _, l := range lines {
-		f := strings.Fields(l)
-		if len(f) == 0 {
-			continue
-		}
-		num := func(i int) int64 {
-			if i >= len(f) {
-				return -1
-			}
-			n, err := strconv.ParseInt(f[i], 10, 64)
-			if err != nil {
-				return -1
-			}
-			return n
-		}
-		switch f[0] {
-		case "H":
-			if z := num(1); z > 0 {
-				page = z
-			}
-			if h := num(2); h > 0 {
-				hz = h
-			}
-			sawHeader = true
-		case "T":
-			if g, p := num(1), num(2); g > 0 && p > 0 {
-				tagged[int(g)] = append(tagged[int(g)], int(p))
-			}
-		case "P":
-			if p, g, t, r := num(1), num(2), num(3), num(4); p > 0 && t >= 0 && r >= 0 {
-				procs[int(p)] = &nodeProcInfo{group: int(g), ticks: t, rss: r}
-			}
-		case "D":
-			cur = int(num(1))
-		case "F":
-			if pi := procs[cur]; pi != nil {
-				if ino, err := strconv.ParseUint(f[1], 10, 64); err == nil {
-					pi.socketInods = append(pi.socketInods, ino)
-				}
-			}
-		case "N":
-			table.WriteString(strings.TrimPrefix(l, "N ") + "\n")
-		}
+		rd.line(l)
 	}
-	if !sawHeader {
+	if !rd.sawHeader {
 		return nil, false
 	}
 	listening := map[uint64]host.Listener{}
-	contain.ParseListeners(table.String(), listening)
+	contain.ParseListeners(rd.table.String(), listening)
 	out := make(map[int]*host.Usage, len(groups))
 	for _, g := range groups {
-		members := map[int]bool{}
-		for pid, pi := range procs {
-			if pi.group == g {
-				members[pid] = true
-			}
-		}
-		for _, pid := range tagged[g] {
-			if procs[pid] != nil {
-				members[pid] = true
-			}
-		}
-		r := &host.Usage{Ports: []host.Listener{}}
-		var ticks, pages int64
-		for pid := range members {
-			pi := procs[pid]
-			ticks += pi.ticks
-			pages += pi.rss
-			for _, ino := range pi.socketInods {
-				if l, ok := listening[ino]; ok {
-					r.Ports = append(r.Ports, l)
-				}
-			}
-		}
-		r.CPUMs = ticks * 1000 / hz
-		r.MemoryBytes = pages * page
-		r.Tasks = len(members)
-		slices.SortFunc(r.Ports, func(a, b host.Listener) int {
-			return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address))
-		})
-		r.Ports = slices.Compact(r.Ports)
-		out[g] = r
+		out[g] = rd.usage(g, listening)
 	}
 	return out, true
+}
+
+// nodeRead is what nodeResourceScript's lines said, as they are parsed.
+type nodeRead struct {
+	page, hz  int64 // bytes per page, clock ticks per second
+	sawHeader bool
+	procs     map[int]*nodeProcInfo
+	tagged    map[int][]int   // group -> tagged pids
+	table     strings.Builder // the listening sockets, as /proc/net/tcp shows them
+	cur       int             // the pid whose descriptors the "F" lines list
+}
+
+// line parses one line of the script's output; it skips what it does not
+// understand.
+func (rd *nodeRead) line(l string) {
+	f := strings.Fields(l)
+	if len(f) == 0 {
+		return
+	}
+	num := func(i int) int64 {
+		if i >= len(f) {
+			return -1
+		}
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	switch f[0] {
+	case "H":
+		if z := num(1); z > 0 {
+			rd.page = z
+		}
+		if h := num(2); h > 0 {
+			rd.hz = h
+		}
+		rd.sawHeader = true
+	case "T":
+		if g, p := num(1), num(2); g > 0 && p > 0 {
+			rd.tagged[int(g)] = append(rd.tagged[int(g)], int(p))
+		}
+	case "P":
+		if p, g, t, r := num(1), num(2), num(3), num(4); p > 0 && t >= 0 && r >= 0 {
+			rd.procs[int(p)] = &nodeProcInfo{group: int(g), ticks: t, rss: r}
+		}
+	case "D":
+		rd.cur = int(num(1))
+	case "F":
+		if pi := rd.procs[rd.cur]; pi != nil {
+			if ino, err := strconv.ParseUint(f[1], 10, 64); err == nil {
+				pi.socketInods = append(pi.socketInods, ino)
+			}
+		}
+	case "N":
+		rd.table.WriteString(strings.TrimPrefix(l, "N ") + "\n")
+	}
+}
+
+// members are the pids of group g: those in its process group and those
+// tagged with it, that the read saw.
+func (rd *nodeRead) members(g int) map[int]bool {
+	members := map[int]bool{}
+	for pid, pi := range rd.procs {
+		if pi.group == g {
+			members[pid] = true
+		}
+	}
+	for _, pid := range rd.tagged[g] {
+		if rd.procs[pid] != nil {
+			members[pid] = true
+		}
+	}
+	return members
+}
+
+// usage adds up group g's processes: CPU, memory, tasks and the ports of
+// listening its sockets are among.
+func (rd *nodeRead) usage(g int, listening map[uint64]host.Listener) *host.Usage {
+	members := rd.members(g)
+	r := &host.Usage{Ports: []host.Listener{}}
+	var ticks, pages int64
+	for pid := range members {
+		pi := rd.procs[pid]
+		ticks += pi.ticks
+		pages += pi.rss
+		for _, ino := range pi.socketInods {
+			if l, ok := listening[ino]; ok {
+				r.Ports = append(r.Ports, l)
+			}
+		}
+	}
+	r.CPUMs = ticks * 1000 / rd.hz
+	r.MemoryBytes = pages * rd.page
+	r.Tasks = len(members)
+	slices.SortFunc(r.Ports, func(a, b host.Listener) int {
+		return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address))
+	})
+	r.Ports = slices.Compact(r.Ports)
+	return r
 }
 
 // resourceWait bounds how long a call waits for a read under way when it

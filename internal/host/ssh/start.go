@@ -128,18 +128,8 @@ func (p *Pool) start(nc *nodeConfig, spec *host.Spec, env []string) (st *host.St
 			_ = ch.Close() // ends serveRequests
 		}
 	}()
-	if spec.PTY {
-		req := struct {
-			Term                   string
-			Cols, Rows, Width, Hgt uint32
-			Modes                  string
-		}{termOf(env), uint32(spec.Cols), uint32(spec.Rows), uint32(spec.Cols) * 8, uint32(spec.Rows) * 16, "\x00"}
-		if ok, err := ch.SendRequest("pty-req", true, ssh.Marshal(&req)); err != nil || !ok {
-			return nil, nil, fmt.Errorf("node %s refused a terminal (pty-req): %v", nc.name, err)
-		}
-	}
-	if ok, err := ch.SendRequest("exec", true, ssh.Marshal(&struct{ Command string }{cmd})); err != nil || !ok {
-		return nil, nil, fmt.Errorf("node %s refused to run the command (exec request): %v", nc.name, err)
+	if err := requestExec(nc, ch, spec, env, cmd); err != nil {
+		return nil, nil, err
 	}
 	// The wrapper's first line: on stderr, or on the terminal.
 	var stream io.Reader = ch.Stderr()
@@ -155,7 +145,34 @@ func (p *Pool) start(nc *nodeConfig, spec *host.Spec, env []string) (st *host.St
 		rp.statePath = rep.statePath
 	}
 	c.track(rp)
-	st = &host.Started{Process: rp, Stdin: newChanStdin(ch, p.goroutines), Cwd: rep.cwd}
+	return started(nc, spec, rp, rep, stateDir, rest), rp, nil
+}
+
+// requestExec asks the node for a terminal, when spec wants one, and to
+// run cmd on channel ch.
+func requestExec(nc *nodeConfig, ch ssh.Channel, spec *host.Spec, env []string, cmd string) error {
+	if spec.PTY {
+		req := struct {
+			Term                   string
+			Cols, Rows, Width, Hgt uint32
+			Modes                  string
+		}{termOf(env), uint32(spec.Cols), uint32(spec.Rows), uint32(spec.Cols) * 8, uint32(spec.Rows) * 16, "\x00"}
+		if ok, err := ch.SendRequest("pty-req", true, ssh.Marshal(&req)); err != nil || !ok {
+			return fmt.Errorf("node %s refused a terminal (pty-req): %v", nc.name, err)
+		}
+	}
+	if ok, err := ch.SendRequest("exec", true, ssh.Marshal(&struct{ Command string }{cmd})); err != nil || !ok {
+		return fmt.Errorf("node %s refused to run the command (exec request): %v", nc.name, err)
+	}
+	return nil
+}
+
+// started is what the session gets of rp, which the wrapper reported
+// started (rep): its input, its outputs (rest is the stream the report
+// was read from, after the report) and the warnings about its workdir.
+func started(nc *nodeConfig, spec *host.Spec, rp *remoteProcess, rep startReport, stateDir string, rest io.Reader) *host.Started {
+	ch := rp.ch
+	st := &host.Started{Process: rp, Stdin: newChanStdin(ch, rp.pool.goroutines), Cwd: rep.cwd}
 	switch rep.fallback {
 	case "1":
 		st.Warnings = append(st.Warnings, `Warning: the default workdir "`+nc.workdir+`" is unavailable on node `+nc.name+`; using "`+rep.cwd+`".`)
@@ -173,7 +190,7 @@ func (p *Pool) start(nc *nodeConfig, spec *host.Spec, env []string) (st *host.St
 			st.Stdin = nil
 		}
 	}
-	return st, rp, nil
+	return st
 }
 
 // commandLine is the exec request's command of the session tagged tag on
