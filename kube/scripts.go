@@ -1,0 +1,70 @@
+package kube
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+)
+
+// tagKey is the environment entry that marks every process of a session
+// inside the container: every process the session's shell starts
+// inherits it, so the signals and the end check find the session's
+// processes even when they left its process group (setsid, a double
+// fork), and never reach a process that merely got the same pid.
+const tagKey = "BGEXEC_SESSION"
+
+// reportHeader starts the wrapper's report line.
+const reportHeader = "\x1fbgexec1 "
+
+// wrapper is the sh script each session runs in, as
+// sh -c wrapper bgexec SHELL DEFAULT-DIR DIR COMMAND ENV...: it applies
+// the environment entries (KEY=value set, a bare KEY unset), changes to
+// the default directory and then the asked one (a warning code when one
+// is missing), reports its pid, process group, warning code and working
+// directory on the first line of stderr (of the terminal with a PTY), and
+// execs the shell, so the shell keeps the pid reported. The arguments
+// travel as the exec's argv, so nothing is quoted.
+const wrapper = `s=$1; dd=$2; r=$3; c=$4; shift 4; ` +
+	`for a in "$@"; do case $a in *=*) export "$a";; *) unset -v "$a" 2>/dev/null;; esac; done; ` +
+	`w=0; if [ -n "$dd" ]; then cd -- "$dd" 2>/dev/null || w=1; fi; ` +
+	`if [ -n "$r" ]; then cd -- "$r" 2>/dev/null || w=2; fi; ` +
+	`g=$$; read -r _ _ _ _ g _ </proc/$$/stat 2>/dev/null || g=$$; ` +
+	`printf '\037bgexec1 %s %s %s %s\n' "$$" "$g" "$w" "$(pwd)" >&2; ` +
+	`exec "$s" -c "$c"`
+
+// taggedFunc defines tagged, a shell function that prints the pid of
+// every live process carrying the session's tag, one a line (zombies,
+// whose environment reads empty, are not listed). The control script's
+// own processes do not carry it: the tag is in their arguments, never in
+// their environment.
+func taggedFunc(tag string) string {
+	return "tagged() { grep -laF " + tagKey + "=" + tag + " /proc/[0-9]*/environ 2>/dev/null | while read -r f; do f=${f#/proc/}; echo \"${f%/environ}\"; done; }; "
+}
+
+// signalScript sends sig (a name without SIG) to every process carrying
+// the session's tag, wherever it is: in the shell's process group, or in
+// a session of its own (setsid, a double fork).
+func signalScript(sig, tag string) string {
+	return taggedFunc(tag) + "for p in $(tagged); do kill -s " + sig + " \"$p\" 2>/dev/null; done; exit 0"
+}
+
+// endScript runs once the session's exec stream ended: it says whether
+// the shell (pid, tagged) was still alive, then sends SIGKILL to every
+// process carrying the tag until none is left (for about 5 seconds at
+// most: one that forks as fast as it is killed is caught by a later
+// round). Its one line of output is "bgexec-end ALIVE LEFT": ALIVE 1 when
+// the shell was still running, LEFT 1 when processes are still left.
+func endScript(pid int, tag string) string {
+	p := strconv.Itoa(pid)
+	return taggedFunc(tag) +
+		"a=0; grep -qaF " + tagKey + "=" + tag + " /proc/" + p + "/environ 2>/dev/null && a=1; " +
+		"i=0; l=0; while t=$(tagged); [ -n \"$t\" ]; do for q in $t; do kill -s KILL \"$q\" 2>/dev/null; done; " +
+		"i=$((i+1)); if [ $i -gt 50 ]; then l=1; break; fi; sleep 0.1; done; " +
+		"echo \"bgexec-end $a $l\""
+}
+
+func newTag() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
