@@ -46,8 +46,9 @@ type testCluster struct {
 	host    string            // "http://127.0.0.1:port"
 	serveWG sync.WaitGroup
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{}
+	upgrades []string // each exec request's Upgrade header, in order
 }
 
 // newTestCluster serves pods (each a directory of its own) until the
@@ -134,6 +135,9 @@ func (tc *testCluster) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	tc.mu.Lock()
+	tc.upgrades = append(tc.upgrades, r.Header.Get("Upgrade"))
+	tc.mu.Unlock()
 	pod := parts[5]
 	if _, ok := tc.pods[pod]; !ok {
 		http.Error(w, `pods "`+pod+`" not found`, http.StatusNotFound)

@@ -67,6 +67,10 @@ func finish(t *testing.T, p session.Process) (syscall.WaitStatus, error, error) 
 
 func TestExitCodeAndSeparateStreams(t *testing.T) {
 	h, _, _ := newTestHost(t)
+	checkExitAndStreams(t, h)
+}
+
+func checkExitAndStreams(t *testing.T, h *Host) {
 	st, err := h.Start(context.Background(), &host.Spec{Command: `echo out; echo err >&2; printf 'no newline'; exit 3`})
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +134,10 @@ func TestExitZeroAndWorkdirAndEnv(t *testing.T) {
 
 func TestStdinWriteAndEOF(t *testing.T) {
 	h, _, _ := newTestHost(t)
+	checkStdin(t, h)
+}
+
+func checkStdin(t *testing.T, h *Host) {
 	st, err := h.Start(context.Background(), &host.Spec{Command: `cat; echo done`, StdinPipe: true})
 	if err != nil {
 		t.Fatal(err)
@@ -216,6 +224,10 @@ func (l *lineReader) waitFor(t *testing.T, s string, poke func()) {
 
 func TestPTYSizeAndResize(t *testing.T) {
 	h, _, _ := newTestHost(t)
+	checkPTY(t, h)
+}
+
+func checkPTY(t *testing.T, h *Host) {
 	st, err := h.Start(context.Background(), &host.Spec{Command: `stty size; while read x; do [ "$x" = q ] && exit 7; stty size; done`, PTY: true, Cols: 91, Rows: 27})
 	if err != nil {
 		t.Fatal(err)
