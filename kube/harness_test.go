@@ -113,6 +113,16 @@ func (tc *testCluster) stop() {
 	tc.serveWG.Wait()
 }
 
+// dropConns closes every connection open now, the exec streams among
+// them, and keeps the API server listening.
+func (tc *testCluster) dropConns() {
+	tc.mu.Lock()
+	for c := range tc.conns {
+		_ = c.Close()
+	}
+	tc.mu.Unlock()
+}
+
 func (tc *testCluster) close() {
 	tc.stop()
 	tc.rt.close()

@@ -346,3 +346,35 @@ func TestLostWhenAPIServerGoesAway(t *testing.T) {
 		t.Fatalf("release: %v", lerr)
 	}
 }
+
+// TestLostWhenStreamDrops closes the exec stream's connection while the
+// API server stays: the session ends lost, and the end check, over a new
+// exec, finds the shell still running and kills it.
+func TestLostWhenStreamDrops(t *testing.T) {
+	h, _, tc := newTestHost(t)
+	st, err := h.Start(context.Background(), &host.Spec{Command: `echo $$; sleep 300`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, st.Outputs[1]) }()
+	out := collect(st.Outputs[0])
+	out.waitFor(t, "\n", nil)
+	shell, err := strconv.Atoi(strings.TrimSpace(out.text()))
+	if err != nil || shell != st.Process.Pid() {
+		t.Fatalf("shell pid %q, reported %d", out.text(), st.Process.Pid())
+	}
+	tc.dropConns()
+	_, rerr, lerr := finish(t, st.Process)
+	if !errors.Is(rerr, session.ErrLost) {
+		t.Fatalf("reap: %v; want a lost session", rerr)
+	}
+	if !strings.Contains(rerr.Error(), "It was still running; one attempt to kill it over a new exec worked") {
+		t.Fatalf("lost text %q", rerr.Error())
+	}
+	if lerr != nil {
+		t.Fatalf("release: %v", lerr)
+	}
+	if alive(shell) {
+		t.Fatalf("the shell (pid %d) survived", shell)
+	}
+}

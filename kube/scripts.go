@@ -57,8 +57,9 @@ func signalScript(sig, tag string) string {
 func endScript(pid int, tag string) string {
 	p := strconv.Itoa(pid)
 	return taggedFunc(tag) +
-		"a=0; grep -qaF " + tagKey + "=" + tag + " /proc/" + p + "/environ 2>/dev/null && a=1; " +
-		"i=0; l=0; while t=$(tagged); [ -n \"$t\" ]; do for q in $t; do kill -s KILL \"$q\" 2>/dev/null; done; " +
+		"a=0; i=0; l=0; while t=$(tagged); [ -n \"$t\" ]; do " +
+		"if [ $i = 0 ]; then case \" $(echo $t) \" in *\" " + p + " \"*) a=1;; esac; fi; " +
+		"for q in $t; do kill -s KILL \"$q\" 2>/dev/null; done; " +
 		"i=$((i+1)); if [ $i -gt 50 ]; then l=1; break; fi; sleep 0.1; done; " +
 		"echo \"bgexec-end $a $l\""
 }
