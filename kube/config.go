@@ -43,7 +43,8 @@ type Config struct {
 	// Selector is a label selector ("app=sandbox,tier!=db") used when Pod
 	// is "": the first command of a scope picks one of the matching,
 	// running pods (the one the fewest scopes use, then by name) and the
-	// scope stays there.
+	// scope stays there while that pod runs (a start that fails in a pod
+	// no longer running picks another).
 	Selector string
 	// Container is the container commands run in; "" means the pod's
 	// only container (the API server refuses an exec into a pod of
@@ -242,6 +243,23 @@ func (c *Cluster) podFor(ctx context.Context, scope string) (string, error) {
 	}
 	c.scopes[scope] = best
 	return best, nil
+}
+
+// repick forgets the pod of scope when it is no longer among the running
+// pods the selector matches, and reports whether it did (the next podFor
+// picks another).
+func (c *Cluster) repick(ctx context.Context, scope, pod string) bool {
+	pods, err := c.runningPods(ctx)
+	if err != nil || slices.Contains(pods, pod) {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.scopes[scope] != pod {
+		return false
+	}
+	delete(c.scopes, scope)
+	return true
 }
 
 // runningPods lists the names of the running pods the selector matches

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -121,10 +122,41 @@ func TestSelectorSpreadsScopes(t *testing.T) {
 		out, _ := s.Aggregated()
 		return strings.TrimSpace(out)
 	}
+	pa, pb := tc.pods["pa"], tc.pods["pb"]
 	a, b, a2 := where("a"), where("b"), where("a")
-	if a != tc.pods["pa"] || b != tc.pods["pb"] || a2 != a {
-		t.Fatalf("scope a ran in %q then %q, scope b in %q; want %q, %q", a, a2, b, tc.pods["pa"], tc.pods["pb"])
+	if a != pa || b != pb || a2 != a {
+		t.Fatalf("scope a ran in %q then %q, scope b in %q; want %q, %q", a, a2, b, pa, pb)
 	}
+	// Its pod gone, scope a moves to one that runs.
+	tc.removePod("pa")
+	if a3 := where("a"); a3 != pb {
+		t.Fatalf("scope a ran in %q after its pod went; want %q", a3, pb)
+	}
+}
+
+// TestPortOpenInPod: the port check reads the pod's sockets (the test
+// runtime's "pod" shares this machine's network).
+func TestPortOpenInPod(t *testing.T) {
+	h, _, _ := newTestHost(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	s, _ := runSession(t, h, &host.Spec{Command: `sleep 300`}, 0)
+	pp, ok := s.Process().(host.PortProber)
+	if !ok {
+		t.Fatal("no host.PortProber")
+	}
+	if !pp.PortOpen(context.Background(), port) {
+		t.Fatalf("port %d listens, PortOpen says no", port)
+	}
+	_ = ln.Close()
+	if pp.PortOpen(context.Background(), port) {
+		t.Fatalf("port %d closed, PortOpen says it listens", port)
+	}
+	s.Terminate(session.ReasonKilled)
+	awaitEnd(t, s)
 }
 
 func TestConfigErrors(t *testing.T) {

@@ -113,6 +113,14 @@ func (tc *testCluster) stop() {
 	tc.serveWG.Wait()
 }
 
+// removePod makes pod go away: the API server no longer lists it, and
+// an exec into it is refused as not found.
+func (tc *testCluster) removePod(pod string) {
+	tc.mu.Lock()
+	delete(tc.pods, pod)
+	tc.mu.Unlock()
+}
+
 // dropConns closes every connection open now, the exec streams among
 // them, and keeps the API server listening.
 func (tc *testCluster) dropConns() {
@@ -149,7 +157,10 @@ func (tc *testCluster) serve(w http.ResponseWriter, r *http.Request) {
 	tc.upgrades = append(tc.upgrades, r.Header.Get("Upgrade"))
 	tc.mu.Unlock()
 	pod := parts[5]
-	if _, ok := tc.pods[pod]; !ok {
+	tc.mu.Lock()
+	_, ok := tc.pods[pod]
+	tc.mu.Unlock()
+	if !ok {
 		http.Error(w, `pods "`+pod+`" not found`, http.StatusNotFound)
 		return
 	}
@@ -183,6 +194,8 @@ func (tc *testCluster) servePods(w http.ResponseWriter) {
 	var list struct {
 		Items []item `json:"items"`
 	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
 	for p := range tc.pods {
 		var it item
 		it.Metadata.Name, it.Status.Phase = p, "Running"

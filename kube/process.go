@@ -210,6 +210,16 @@ func (p *process) Resize(cols, rows uint16) error {
 	return nil
 }
 
+// PortOpen reports whether a TCP socket listens on port in the pod (its
+// network namespace, which its containers share), by a control exec.
+func (p *process) PortOpen(_ context.Context, port int) bool {
+	if port <= 0 || port > 65535 {
+		return false
+	}
+	_, err := p.control(listenScript(port))
+	return err == nil
+}
+
 // killOnClose ends a session when its cluster closes: SIGKILL to all its
 // processes, then the stream gets the time the start had to end.
 func (p *process) killOnClose() {

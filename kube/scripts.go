@@ -3,6 +3,7 @@ package kube
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 )
 
@@ -62,6 +63,12 @@ func endScript(pid int, tag string) string {
 		"for q in $t; do kill -s KILL \"$q\" 2>/dev/null; done; " +
 		"i=$((i+1)); if [ $i -gt 50 ]; then l=1; break; fi; sleep 0.1; done; " +
 		"echo \"bgexec-end $a $l\""
+}
+
+// listenScript exits 0 when a TCP socket of the container's network
+// namespace listens on port (state 0A in /proc/net/tcp or tcp6).
+func listenScript(port int) string {
+	return "grep -qiE ':" + fmt.Sprintf("%04X", port) + " [0-9A-F]+:0000 0A ' /proc/net/tcp /proc/net/tcp6 2>/dev/null"
 }
 
 func newTag() string {

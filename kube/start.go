@@ -38,10 +38,20 @@ const defaultTERM = "xterm-256color"
 // reports none). On error nothing runs in the container and every
 // descriptor is closed.
 func (h *Host) Start(ctx context.Context, spec *host.Spec) (*host.Started, error) {
+	st, pod, err := h.start(ctx, spec)
+	if err != nil && h.c.selector != "" && pod != "" && h.c.repick(ctx, h.scope, pod) {
+		st, _, err = h.start(ctx, spec) // the scope's pod is gone: another one
+	}
+	return st, err
+}
+
+// start starts spec in the scope's pod, which it returns ("" when none
+// was found).
+func (h *Host) start(ctx context.Context, spec *host.Spec) (*host.Started, string, error) {
 	c := h.c
 	pod, err := c.podFor(ctx, h.scope)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	tag := newTag()
 	env := podEnv(spec.Env)
@@ -59,12 +69,12 @@ func (h *Host) Start(ctx context.Context, spec *host.Spec) (*host.Started, error
 	p := &process{c: c, pod: pod, tag: tag, done: make(chan struct{}), reported: make(chan string, 1), sent: map[string]bool{}}
 	st, err := p.start(ctx, req, spec)
 	if err != nil {
-		return nil, err
+		return nil, pod, err
 	}
 	if spec.Carry != nil {
 		st.State = func(bool) ([]byte, bool) { return nil, false }
 	}
-	return st, nil
+	return st, pod, nil
 }
 
 // podEnv is what the wrapper applies over the container's environment,
