@@ -61,9 +61,13 @@
 //
 // Shell state is not carried between commands (Started.State reports
 // none); processes a shell leaves behind are ended with it; there are no
-// resource views, OOM reports, or port probes inside the pod; a command
-// travels in the exec URL, so one longer than the API server's URL limit
-// fails to start.
+// resource views or OOM reports; a command travels in the exec URL, so
+// one longer than the API server's URL limit fails to start. A wait for a
+// port ([host.PortProber]) is answered in the pod: a control exec looks
+// for a listening socket in /proc/net/tcp and tcp6 (the pod's network
+// namespace, which its containers share).
+//
+// [host.PortProber]: https://pkg.go.dev/github.com/bgexec/bgexec/internal/host#PortProber
 //
 // # Testing
 //
