@@ -109,7 +109,7 @@ func TestExitZeroAndWorkdirAndEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _ = io.Copy(io.Discard, st.Outputs[1]) }()
+	go discard(st.Outputs[1])
 	out := readAll(t, st.Outputs[0])
 	if out != sub+"\ndef over\n" || st.Cwd != sub {
 		t.Fatalf("output %q, cwd %q", out, st.Cwd)
@@ -124,7 +124,7 @@ func TestExitZeroAndWorkdirAndEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _ = io.Copy(io.Discard, st.Outputs[1]) }()
+	go discard(st.Outputs[1])
 	out = readAll(t, st.Outputs[0])
 	if out != tc.pods["p1"]+"\n" || len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], `"/nonexistent/dir" is unavailable in pod p1`) {
 		t.Fatalf("output %q, warnings %q", out, st.Warnings)
@@ -142,7 +142,7 @@ func checkStdin(t *testing.T, h *Host) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _ = io.Copy(io.Discard, st.Outputs[1]) }()
+	go discard(st.Outputs[1])
 	w := st.Stdin.(interface {
 		io.WriteCloser
 		SetWriteDeadline(time.Time) error
@@ -281,7 +281,7 @@ func TestKillReachesProcessThatLeftTheGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _ = io.Copy(io.Discard, st.Outputs[1]) }()
+	go discard(st.Outputs[1])
 	out := collect(st.Outputs[0])
 	out.waitFor(t, "\n", nil)
 	escaped, err := strconv.Atoi(strings.TrimSpace(out.text()))
@@ -331,7 +331,7 @@ func TestLostWhenAPIServerGoesAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _ = io.Copy(io.Discard, st.Outputs[1]) }()
+	go discard(st.Outputs[1])
 	out := collect(st.Outputs[0])
 	out.waitFor(t, "started\n", nil)
 	tc.stop()
@@ -356,7 +356,7 @@ func TestLostWhenStreamDrops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _ = io.Copy(io.Discard, st.Outputs[1]) }()
+	go discard(st.Outputs[1])
 	out := collect(st.Outputs[0])
 	out.waitFor(t, "\n", nil)
 	shell, err := strconv.Atoi(strings.TrimSpace(out.text()))
@@ -378,3 +378,6 @@ func TestLostWhenStreamDrops(t *testing.T) {
 		t.Fatalf("the shell (pid %d) survived", shell)
 	}
 }
+
+// discard reads r to its end.
+func discard(r io.Reader) { _, _ = io.Copy(io.Discard, r) }

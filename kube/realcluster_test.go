@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -34,7 +33,7 @@ func TestRealCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go func() { _, _ = io.Copy(io.Discard, st.Outputs[1]) }()
+		go discard(st.Outputs[1])
 		out := collect(st.Outputs[0])
 		out.waitFor(t, "escaped\n", nil) // printed once setsid(2) returned
 		p := st.Process.(*process)
