@@ -356,6 +356,9 @@ func (c *Cluster) Close() error {
 	return nil
 }
 
+// track records p as live and counts its stream's goroutine on c.wg, unless
+// c is closed: the Add happens under the lock that Close takes before it
+// waits, so it never races with the Wait.
 func (c *Cluster) track(p *process) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -363,6 +366,7 @@ func (c *Cluster) track(p *process) bool {
 		return false
 	}
 	c.live[p] = struct{}{}
+	c.wg.Add(1)
 	return true
 }
 

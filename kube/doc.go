@@ -67,8 +67,6 @@
 // for a listening socket in /proc/net/tcp and tcp6 (the pod's network
 // namespace, which its containers share).
 //
-// [host.PortProber]: https://pkg.go.dev/github.com/bgexec/bgexec/internal/host#PortProber
-//
 // # Testing
 //
 // The tests run client-go against the kubelet's own streaming server
@@ -89,4 +87,6 @@
 // has one goroutine (its exec stream) counted by the cluster; it ends
 // with the stream, and [Cluster.Close] kills what still runs and waits
 // for them all.
+//
+// [host.PortProber]: https://pkg.go.dev/github.com/bgexec/bgexec/internal/host#PortProber
 package kube

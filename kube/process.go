@@ -30,7 +30,6 @@ type process struct {
 
 	reported chan string // the wrapper's report line, once
 	done     chan struct{}
-	cancel   context.CancelFunc // ends the stream
 
 	// Set before done is closed, read after.
 	streamErr error

@@ -39,7 +39,7 @@ const wrapper = `s=$1; dd=$2; r=$3; c=$4; shift 4; ` +
 // own processes do not carry it: the tag is in their arguments, never in
 // their environment.
 func taggedFunc(tag string) string {
-	return "tagged() { grep -laF " + tagKey + "=" + tag + " /proc/[0-9]*/environ 2>/dev/null | while read -r f; do f=${f#/proc/}; echo \"${f%/environ}\"; done; }; "
+	return "tagged() { grep -lF " + tagKey + "=" + tag + " /proc/[0-9]*/environ 2>/dev/null | while read -r f; do f=${f#/proc/}; echo \"${f%/environ}\"; done; }; "
 }
 
 // signalScript sends sig (a name without SIG) to every process carrying

@@ -178,7 +178,7 @@ func (p *process) start(ctx context.Context, req execRequest, spec *host.Spec) (
 			return nil, err
 		}
 		p.stdinR, p.stdinW = r, w
-		opts.Stdin = r
+		opts.Stdin = eofOnClose{r}
 		stdin = &stdinPipe{f: w}
 	}
 	if spec.PTY {
@@ -189,10 +189,9 @@ func (p *process) start(ctx context.Context, req execRequest, spec *host.Spec) (
 		return nil, errors.New("kube: the cluster's host is closed")
 	}
 	sctx, cancel := context.WithCancel(c.ctx)
-	p.cancel = cancel
-	c.wg.Add(1)
-	go func() {
+	go func() { // counted by track
 		defer c.wg.Done()
+		defer cancel()
 		p.streamErr = ex.StreamWithContext(sctx, opts)
 		p.endStreams()
 		close(p.done)
@@ -311,4 +310,17 @@ func (f *reportFilter) Write(b []byte) (int, error) {
 		}
 	}
 	return len(b), nil
+}
+
+// eofOnClose is the stdin pipe's read end as client-go's copy reads it:
+// once the stream ended and the end was closed, a read is EOF rather than
+// an error client-go would log.
+type eofOnClose struct{ f *os.File }
+
+func (r eofOnClose) Read(b []byte) (int, error) {
+	n, err := r.f.Read(b)
+	if errors.Is(err, os.ErrClosed) {
+		err = io.EOF
+	}
+	return n, err
 }
