@@ -22,40 +22,47 @@
 // Every command is one exec through client-go's remotecommand: a
 // WebSocket first (the API server's v5 protocol, Kubernetes 1.30 and
 // later) and SPDY when the server refuses the upgrade. Its argv is
-// sh -c WRAPPER with the shell, the directories, the command and the
-// environment as separate arguments (nothing is quoted): the wrapper
-// applies the environment, changes directory (a missing one falls back
-// to the default, with a warning), reports the shell's pid and working
-// directory on the first line of stderr (of the terminal under a PTY;
-// the line is taken out of the output) and execs the shell. Stdout and
-// stderr are separate streams without a terminal; with one, stdin and
-// output share the terminal, whose size follows Resize (the exec's
-// terminal size queue). Stdin is a pipe when asked for; closing it is the
-// command's EOF.
+// sh -c WRAPPER with the shell, the directories, the command, the
+// session's tag and the environment as separate arguments (nothing is
+// quoted): the wrapper applies the environment, changes directory (a
+// missing one falls back to the default, with a warning), reports its pid
+// and working directory on the first line of stderr (of the terminal
+// under a PTY), and runs the shell in the foreground. When the shell
+// ended, the wrapper kills what the session left (below) and writes a
+// trailer with the shell's exit status on the same stream; the report and
+// the trailer are taken out of the output. Stdout and stderr are separate
+// streams without a terminal; with one, stdin and output share the
+// terminal, whose size follows Resize (the exec's terminal size queue).
+// Stdin is a pipe when asked for; closing it is the command's EOF.
 //
-// Every process of a session carries BGEXEC_SESSION=<random tag> in its
-// environment. Signals (kill, timeout) are a second exec into the same
-// container that signals every process carrying the tag, so a process
-// that left the shell's process group (setsid, a double fork) is reached
-// too; one that cleared its own environment is not. When the exec stream
-// ends, an end check (one more exec) notes whether the shell was still
-// running, then sends SIGKILL to every tagged process until none is left;
-// processes it cannot end make the session's end report them. The
-// container needs sh, grep, kill and sleep (busybox has them all) and a
-// /proc where the session's processes are readable (the same user).
+// Every process a session's shell starts carries BGEXEC_SESSION=<random
+// tag> in its environment. Signals (kill, timeout) are a second exec into
+// the same container that signals every process carrying the tag, so a
+// process that left the shell's process group (setsid, a double fork) is
+// reached too; one that cleared its own environment is not. The wrapper
+// does not carry the tag (it gets it as an argument) and catches INT,
+// QUIT and TERM, so it outlives the signals and reports the shell's end.
+// At that end it sends SIGKILL to every tagged process until none is
+// left. When the stream ends without the trailer (the wrapper was killed,
+// the stream dropped), an end check (one more exec) notes whether the
+// wrapper was still running, kills it and every tagged process. Processes
+// neither could end make the session's end report them. The container
+// needs sh, grep, kill and sleep (busybox has them all) and a /proc where
+// the session's processes are readable (the same user).
 //
 // # Exit codes, signals, loss
 //
-// The exit code is the one the runtime reports (exec.CodeExitError).
-// Container runtimes report a shell that a signal ended as 128+n; the
-// host reports such an end as the signal when it sent signal n to the
-// session itself (a kill, a timeout, Close), and as the code otherwise.
-// client-go reports an exec stream that merely closed as a success, so a
-// stream that ends is confirmed by the end check: when the shell was
-// still running, or the check could not run (the API server is gone), the
-// session ends failed with exitReason "lost", and its text says that the
-// stream ended without the command's exit and whether one attempt to
-// kill it over a new exec worked.
+// The exit code is the shell's, as the trailer says (the runtime's status,
+// exec.CodeExitError, when the trailer did not come). A shell that a
+// signal ended shows as 128+n; the host reports such an end as the
+// signal when it sent signal n to the session itself (a kill, a timeout,
+// Close), and as the code otherwise. client-go reports an exec stream
+// that merely closed as a success, so only the trailer confirms an end:
+// without it, the end check decides; when the wrapper was still running,
+// or the check could not run (the API server is gone), the session ends
+// failed with exitReason "lost", and its text says that the stream ended
+// without the command's exit and whether one attempt to kill it over a
+// new exec worked.
 //
 // # Not supported here
 //

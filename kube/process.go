@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,7 +27,7 @@ type process struct {
 	c   *Cluster
 	pod string
 	tag string
-	pid int // the shell's pid in the container
+	pid int // the wrapper's pid in the container (the shell is its child)
 
 	reported chan string // the wrapper's report line, once
 	done     chan struct{}
@@ -37,8 +38,10 @@ type process struct {
 	outW           []*os.File // write ends of the output pipes, closed when the stream ends
 	stdinR, stdinW *os.File   // the stdin pipe; nil without stdin
 	sizes          *sizeQueue // nil without a terminal
+	filter         *streamFilter
 
 	mu       sync.Mutex // guards the fields below
+	trailer  string     // the wrapper's trailer after its tag: "CODE LEFT"; "" when none came
 	sent     map[string]bool
 	ended    bool   // the end check ran
 	code     int    // the exit code
@@ -50,12 +53,15 @@ type process struct {
 	released bool
 }
 
-// Pid is the shell's pid inside the container.
+// Pid is the wrapper's pid inside the container (the shell is its child).
 func (p *process) Pid() int { return p.pid }
 
 // endStreams runs when the exec stream ended: the outputs reach EOF and
 // the stdin copy and the terminal size queue stop.
 func (p *process) endStreams() {
+	if p.filter != nil {
+		p.filter.flush()
+	}
 	for _, w := range p.outW {
 		_ = w.Close()
 	}
@@ -67,12 +73,33 @@ func (p *process) endStreams() {
 	}
 }
 
-// AwaitExit blocks until the exec stream ended, then runs the end check:
-// it kills whatever of the session is left in the container and learns
-// whether the shell was still running (a stream that ended without the
-// shell's end is a lost session).
+// noteTrailer keeps the wrapper's trailer ("CODE LEFT").
+func (p *process) noteTrailer(rest string) {
+	p.mu.Lock()
+	p.trailer = rest
+	p.mu.Unlock()
+}
+
+// AwaitExit blocks until the exec stream ended. When the wrapper's
+// trailer came, the shell's end is known and what it left is gone (or
+// noted). Otherwise the end check runs: it kills whatever of the session
+// is left in the container and learns whether the wrapper was still
+// running (a stream that ended without the shell's end is a lost
+// session).
 func (p *process) AwaitExit() error {
 	<-p.done
+	p.mu.Lock()
+	trailer := p.trailer
+	p.mu.Unlock()
+	if f := strings.Fields(trailer); len(f) == 2 {
+		if code, err := strconv.Atoi(f[0]); err == nil && code >= 0 && code <= 255 {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.ended, p.left, p.code = true, f[1] == "1", code
+			p.signal = p.signalOf(code)
+			return nil
+		}
+	}
 	err := p.streamErr
 	var exitErr utilexec.CodeExitError
 	gotCode := errors.As(err, &exitErr)

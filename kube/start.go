@@ -63,7 +63,7 @@ func (h *Host) start(ctx context.Context, spec *host.Spec) (*host.Started, strin
 	if dir == "" && spec.Carry != nil {
 		dir = spec.Carry.Cwd
 	}
-	argv := append([]string{"sh", "-c", wrapper, "bgexec", c.shell, c.workdir, dir, spec.Command}, env...)
+	argv := append([]string{"sh", "-c", wrapper, "bgexec", c.shell, c.workdir, dir, spec.Command, tag}, env...)
 	req := execRequest{Container: c.container, Command: argv, Stdout: true, Stderr: !spec.PTY, TTY: spec.PTY, Stdin: spec.PTY || spec.StdinPipe}
 
 	p := &process{c: c, pod: pod, tag: tag, done: make(chan struct{}), reported: make(chan string, 1), sent: map[string]bool{}}
@@ -162,8 +162,10 @@ func (p *process) start(ctx context.Context, req execRequest, spec *host.Spec) (
 		outs = append(outs, r)
 		p.outW = append(p.outW, w)
 		var dst io.Writer = w
-		if i == nOut-1 { // the report comes first on stderr, or on the terminal
-			dst = &reportFilter{w: w, got: p.reported}
+		if i == nOut-1 { // the report and the trailer come on stderr, or on the terminal
+			f := &streamFilter{w: w, got: p.reported, trailer: []byte(trailerHeader + p.tag + " "), end: p.noteTrailer}
+			p.filter = f
+			dst = f
 		}
 		if i == 0 {
 			opts.Stdout = dst
@@ -274,42 +276,101 @@ func parseReport(line string) (report, bool) {
 // maxPreamble bounds what is held back while looking for the report.
 const maxPreamble = 16 << 10
 
-// reportFilter passes a stream on to w, less its first line when that is
-// the wrapper's report; the line goes to got (once). Used by one
-// goroutine (the exec's copy of the stream).
-type reportFilter struct {
-	w    io.Writer
-	got  chan<- string
-	buf  []byte
-	done bool
+// streamFilter passes a stream on to w, less the wrapper's lines: its
+// first line when that is the report (which goes to got, once), and the
+// trailer (its header, tag and the rest of its line, which goes to end)
+// wherever it shows. Bytes that may begin the trailer are held back until
+// they do or do not; flush hands on what is held when the stream ended.
+// Used by one goroutine at a time (the exec's copy of the stream, then
+// the stream's owner).
+type streamFilter struct {
+	w       io.Writer
+	got     chan<- string
+	trailer []byte // trailerHeader + tag + " "
+	end     func(rest string)
+	buf     []byte // the preamble, then the held-back bytes
+	started bool   // the first line was seen
 }
 
-func (f *reportFilter) Write(b []byte) (int, error) {
-	if f.done {
-		return f.w.Write(b)
-	}
-	f.buf = append(f.buf, b...)
-	i := bytes.IndexByte(f.buf, '\n')
-	if i < 0 && len(f.buf) < maxPreamble {
-		return len(b), nil
-	}
-	f.done = true
-	var rest []byte
-	if i >= 0 && bytes.HasPrefix(f.buf, []byte(reportHeader)) {
-		f.got <- string(f.buf[:i])
-		rest = f.buf[i+1:]
-	} else {
-		// Not the report: what the container said instead.
-		f.got <- string(f.buf[:min(len(f.buf), 300)])
-		rest = f.buf
-	}
-	f.buf = nil
-	if len(rest) > 0 {
-		if _, err := f.w.Write(rest); err != nil {
+func (f *streamFilter) Write(b []byte) (int, error) {
+	if !f.started {
+		f.buf = append(f.buf, b...)
+		i := bytes.IndexByte(f.buf, '\n')
+		if i < 0 && len(f.buf) < maxPreamble {
+			return len(b), nil
+		}
+		f.started = true
+		data := f.buf
+		f.buf = nil
+		if i >= 0 && bytes.HasPrefix(data, []byte(reportHeader)) {
+			f.got <- string(data[:i])
+			data = data[i+1:]
+		} else {
+			f.got <- string(data[:min(len(data), 300)]) // what the container said instead
+		}
+		if err := f.pass(data); err != nil {
 			return 0, err
 		}
+		return len(b), nil
+	}
+	if len(f.buf) > 0 {
+		b2 := append(f.buf, b...)
+		f.buf = nil
+		if err := f.pass(b2); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
+	if err := f.pass(b); err != nil {
+		return 0, err
 	}
 	return len(b), nil
+}
+
+// pass writes data on, taking the trailer out and holding back a
+// possible beginning of it.
+func (f *streamFilter) pass(data []byte) error {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, f.trailer[0])
+		if i < 0 {
+			_, err := f.w.Write(data)
+			return err
+		}
+		if i > 0 {
+			if _, err := f.w.Write(data[:i]); err != nil {
+				return err
+			}
+			data = data[i:]
+		}
+		n := min(len(data), len(f.trailer))
+		if !bytes.Equal(data[:n], f.trailer[:n]) {
+			if _, err := f.w.Write(data[:1]); err != nil {
+				return err
+			}
+			data = data[1:]
+			continue
+		}
+		j := bytes.IndexByte(data, '\n')
+		if n < len(f.trailer) || j < 0 {
+			if len(data) > len(f.trailer)+64 { // no trailer is that long
+				_, err := f.w.Write(data)
+				return err
+			}
+			f.buf = append(f.buf[:0], data...)
+			return nil
+		}
+		f.end(strings.TrimRight(string(data[len(f.trailer):j]), "\r"))
+		data = data[j+1:]
+	}
+	return nil
+}
+
+// flush writes what is held back; the stream ended.
+func (f *streamFilter) flush() {
+	if len(f.buf) > 0 && f.started {
+		_, _ = f.w.Write(f.buf) // the reader may be gone: nothing to do
+	}
+	f.buf = nil
 }
 
 // eofOnClose is the stdin pipe's read end as client-go's copy reads it:
