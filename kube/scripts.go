@@ -43,10 +43,11 @@ const wrapper = `s=$1; dd=$2; r=$3; c=$4; k=$5; shift 5; ` +
 	`w=0; if [ -n "$dd" ]; then cd -- "$dd" 2>/dev/null || w=1; fi; ` +
 	`if [ -n "$r" ]; then cd -- "$r" 2>/dev/null || w=2; fi; ` +
 	`g=$$; read -r _ _ _ _ g _ </proc/$$/stat 2>/dev/null || g=$$; ` +
-	`printf '\037bgexec1 %s %s %s %s\n' "$$" "$g" "$w" "$(pwd)" >&2; ` +
+	`p=$PWD; { [ -n "$p" ] && [ "$p" -ef . ]; } || p=$(pwd); ` +
+	`printf '\037bgexec1 %s %s %s %s\n' "$$" "$g" "$w" "$p" >&2; ` +
 	`trap : INT QUIT TERM; "$s" -c "$c"; x=$?; unset -v ` + tagKey + `; ` +
-	`tagged() { grep -lF "` + tagKey + `=$k" /proc/[0-9]*/environ 2>/dev/null | while read -r f; do f=${f#/proc/}; echo "${f%/environ}"; done; }; ` +
-	`i=0; l=0; while t=$(tagged); [ -n "$t" ]; do for q in $t; do kill -s KILL "$q" 2>/dev/null; done; ` +
+	`i=0; l=0; while t=$(grep -lF "` + tagKey + `=$k" /proc/[0-9]*/environ 2>/dev/null); [ -n "$t" ]; do ` +
+	`for f in $t; do f=${f#/proc/}; kill -s KILL "${f%/environ}" 2>/dev/null; done; ` +
 	`i=$((i+1)); if [ $i -gt 50 ]; then l=1; break; fi; sleep 0.1; done; ` +
 	`printf '\037bgexec-end %s %s %s\n' "$k" "$x" "$l" >&2; exit $x`
 
