@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/host"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -206,6 +207,12 @@ func (c *Cluster) apiExecURL(pod string, r execRequest) (string, error) {
 func (c *Cluster) Host(scope string) *Host {
 	return &Host{c: c, scope: scope}
 }
+
+// ScopeHost is Host as a host.Host of package bgexec's seam, for the
+// registry that picks a host per scope.
+func (c *Cluster) ScopeHost(scope string) host.Host { return c.Host(scope) }
+
+var _ host.Host = (*Host)(nil)
 
 // podFor returns the pod of scope, picking one when the selector names
 // pods and the scope has none yet.
