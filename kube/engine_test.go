@@ -76,6 +76,12 @@ func TestEngineKillAndExit(t *testing.T) {
 	if sn.Exit.Reason != session.ReasonExit || sn.Exit.Code == nil || *sn.Exit.Code != 4 {
 		t.Fatalf("end %+v; want exit 4", sn.Exit)
 	}
+	// 128+15 that the host did not cause is an exit code, not SIGTERM.
+	s, _ = runSession(t, h, &host.Spec{Command: `exit 143`}, 0)
+	sn = awaitEnd(t, s)
+	if sn.Exit.Reason != session.ReasonExit || sn.Exit.Code == nil || *sn.Exit.Code != 143 || sn.Exit.Signal != "" {
+		t.Fatalf("end %+v; want exit 143", sn.Exit)
+	}
 }
 
 // TestCloseKillsRunningSessions: Close ends what still runs in the pod.
