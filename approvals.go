@@ -138,11 +138,11 @@ func (sc *Scope) Check(ctx context.Context, req *ExecRequest) (*CheckResult, err
 	}
 	c := &execCall{req: req}
 	var msg string
-	if c.host, msg = sc.reg.hosts.pick(req); msg != "" {
+	if c.host, msg = sc.reg.hosts.pick(req, sc.key); msg != "" {
 		return refuse(msg)
 	}
 	cwd := strings.TrimSpace(req.Workdir)
-	if c.host.node == "" {
+	if !c.host.remote {
 		if cwd, _, msg = sc.localWorkdir(c, sc.reg.cfg.workdir); msg != "" {
 			return refuse(msg)
 		}

@@ -140,15 +140,25 @@ type Config struct {
 	// overrides but kept when inherited. Nil adds none.
 	ExtraOverrideOnlyEnvKeys []string
 	// Host is the configured exec host (tools.exec.host): "auto" (default),
-	// "gateway", "sandbox" or "node". "auto" resolves to "sandbox" when
-	// Sandbox is set, else to "gateway" (this machine). "sandbox" needs
-	// Sandbox; "gateway" or "node" with Sandbox set is refused as
-	// contradictory; "node" runs every exec over SSH on one of Nodes.
+	// "gateway", "sandbox", "node" or "kubernetes". "auto" resolves to
+	// "sandbox" when Sandbox is set, else to "kubernetes" when Kubernetes
+	// is set, else to "gateway" (this machine). "sandbox" needs Sandbox
+	// and "kubernetes" needs Kubernetes; any host but "sandbox" with
+	// Sandbox set is refused as contradictory; "node" runs every exec
+	// over SSH on one of Nodes.
 	Host string
 	// Nodes are the machines that run commands when Host is "node", by
 	// name (see [Node]). NewRegistry validates every entry, whatever the
 	// host, and fails when Host is "node" and there is none. Nil: no nodes.
 	Nodes map[string]Node
+	// Kubernetes runs commands in Kubernetes pods when Host is
+	// "kubernetes": pass what New of the module
+	// github.com/bgexec/bgexec/kube returns (a module of its own, so
+	// that client-go stays out of this one; see docs/kubernetes.md). A
+	// registry that NewRegistry returned owns it and closes it in Close;
+	// when NewRegistry fails, the caller still owns it. Nil: no
+	// Kubernetes host.
+	Kubernetes PodHosts
 	// DefaultNode names the node of an exec call that gives none. Empty
 	// means the only node when exactly one is configured; with several, a
 	// call without node is a failure result listing them.
@@ -425,7 +435,7 @@ type settings struct {
 	workdir        string
 	backgroundOff  bool
 	marker         string
-	host           string // where commands run: "gateway", "sandbox" or "node"
+	host           string // where commands run: "gateway", "sandbox", "node" or "kubernetes"
 	hostSetting    string // the configured value: "auto" or the host
 	security       securityLevel
 	ask            askMode
@@ -579,7 +589,7 @@ func (s *settings) resolveHostAndPolicy(c *Config, getenv func(string) string) e
 	if s.hostSetting == "" {
 		s.hostSetting = "auto"
 	}
-	if s.host, err = resolveHost(c.Host, c.Sandbox != nil); err != nil {
+	if s.host, err = resolveHost(c.Host, configuredHosts{sandbox: c.Sandbox != nil, kubernetes: c.Kubernetes != nil}); err != nil {
 		return err
 	}
 	if s.nodes, s.defaultNode, err = resolveNodes(c, getenv); err != nil {

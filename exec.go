@@ -278,10 +278,10 @@ func (sc *Scope) checkExec(req *ExecRequest) (*execCall, string) {
 func (sc *Scope) placeExec(c *execCall) string {
 	req, st := c.req, &sc.reg.cfg
 	var msg string
-	if c.host, msg = sc.reg.hosts.pick(req); msg != "" {
+	if c.host, msg = sc.reg.hosts.pick(req, sc.key); msg != "" {
 		return msg
 	}
-	if c.host.node != "" {
+	if c.host.remote {
 		c.cwd = strings.TrimSpace(req.Workdir)
 		return ""
 	}

@@ -4,6 +4,7 @@ package bgexec
 
 import (
 	"os"
+	"testing"
 
 	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host"
@@ -75,4 +76,22 @@ func pidfdOf(s *session.Session) *os.File {
 		return nil
 	}
 	return c.PidFD()
+}
+
+// ContractHost returns how contract_hosts_test.go builds a registry on
+// host name ("gateway", "sandbox" or "node"); a node's sshd is started
+// once, for t.
+func ContractHost(t *testing.T, name string) func(*testing.T) *Registry {
+	switch name {
+	case "gateway":
+		return func(t *testing.T) *Registry { return newGatewayRegistry(t, Config{}) }
+	case "sandbox":
+		requireBwrap(t)
+		return func(t *testing.T) *Registry { return newSandboxRegistry(t, Config{}, Sandbox{}) }
+	case "node":
+		d := startSSHD(t)
+		return func(t *testing.T) *Registry { return nodeRegistry(t, d, Config{}, nil) }
+	}
+	t.Fatalf("no contract host %q", name)
+	return nil
 }

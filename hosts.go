@@ -13,16 +13,17 @@ import (
 
 // hostSet is the registry's hosts, chosen once by NewRegistry from
 // Config.Host: the gateway always (an elevated call runs there), the
-// sandbox with Config.Sandbox, the nodes with host "node". An exec call
-// only picks one of them (pick).
+// sandbox with Config.Sandbox, the nodes with host "node", the pods with
+// Config.Kubernetes. An exec call only picks one of them (pick).
 type hostSet struct {
-	kind      string      // Config.Host as resolved: gateway, sandbox or node
+	kind      string      // Config.Host as resolved: gateway, sandbox, node or kubernetes
 	machine   *local.Host // this machine's host, which the set owns (see close)
 	gateway   host.Host   // machine, as the tool layer sees it
 	sandbox   host.Host   // nil without Config.Sandbox
 	nodes     nodeHosts   // nil without nodes
 	nodeNames []string    // the configured nodes, sorted
 	defNode   string      // the default node's name, "" for none
+	pods      PodHosts    // nil without Config.Kubernetes
 }
 
 // nodeHosts is the SSH nodes' hosts and connections (internal/host/ssh's
@@ -34,9 +35,9 @@ type nodeHosts interface {
 }
 
 // newHostSet builds the hosts of r from its resolved configuration and
-// m, this machine's host.
-func newHostSet(r *Registry, m *local.Host) hostSet {
-	hs := hostSet{kind: r.cfg.host, machine: m, gateway: m, nodes: r.nodes, nodeNames: nodeNames(r.cfg.nodes), defNode: r.cfg.defaultNode}
+// m, this machine's host, and pods, the Kubernetes hosts (nil for none).
+func newHostSet(r *Registry, m *local.Host, pods PodHosts) hostSet {
+	hs := hostSet{kind: r.cfg.host, machine: m, gateway: m, nodes: r.nodes, nodeNames: nodeNames(r.cfg.nodes), defNode: r.cfg.defaultNode, pods: pods}
 	if p := r.cfg.sandbox; p != nil {
 		hs.sandbox = sandbox.NewHost(m, p)
 	}
@@ -48,39 +49,49 @@ func newHostSet(r *Registry, m *local.Host) hostSet {
 // again, 0 for not before something else wakes the sweeper.
 func (hs *hostSet) sweep() time.Duration { return hs.machine.Sweep() }
 
-// closeNodes ends the node connections, and so every remote session.
-func (hs *hostSet) closeNodes() {
+// closeRemote ends the node connections and the pods' execs, and so
+// every remote session.
+func (hs *hostSet) closeRemote() {
 	if hs.nodes != nil {
 		hs.nodes.Close()
+	}
+	if hs.pods != nil {
+		_ = hs.pods.Close() // Its sessions end as lost or killed; nothing else to report.
 	}
 }
 
 // close stops this machine's host (its spawner thread, watchdogs and
-// cgroups) once every session ended, and the node connections.
+// cgroups) once every session ended, and the remote hosts.
 func (hs *hostSet) close() {
-	hs.closeNodes()
+	hs.closeRemote()
 	hs.machine.Close()
 }
 
 // picked is the host of one exec call; node is the node's name on a node
-// host, "" on this machine.
+// host, "" elsewhere; remote is set where the working directory is the
+// remote host's (a node, a pod) and checked there.
 type picked struct {
-	host host.Host
-	node string
+	host   host.Host
+	node   string
+	remote bool
 }
 
-// pick chooses the host of an exec call, or returns the failure text: an
-// unknown node, a node asked for where commands do not run on nodes.
-func (hs *hostSet) pick(req *ExecRequest) (picked, string) {
+// pick chooses the host of an exec call of scope, or returns the failure
+// text: an unknown node, a node asked for where commands do not run on
+// nodes.
+func (hs *hostSet) pick(req *ExecRequest, scope string) (picked, string) {
 	if hs.kind == "node" {
 		name, msg := hs.pickNode(req.Node)
 		if msg != "" {
 			return picked{}, msg
 		}
-		return picked{host: nodeHost{hs.nodes.Host(name)}, node: name}, ""
+		return picked{host: nodeHost{hs.nodes.Host(name)}, node: name, remote: true}, ""
 	}
 	if n := strings.TrimSpace(req.Node); n != "" {
 		return picked{}, fmt.Sprintf("Node %q given, but commands run on the %s here; node needs host=node (tools.exec.host).", n, hs.kind)
+	}
+	if hs.kind == "kubernetes" {
+		return picked{host: hs.pods.ScopeHost(scope), remote: true}, ""
 	}
 	if hs.sandbox != nil && !req.Elevated {
 		return picked{host: hs.sandbox}, ""

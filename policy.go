@@ -124,31 +124,39 @@ func parseSecurity(s string) (securityLevel, error) {
 
 func parseAsk(s string) (askMode, error) { return parseLevel[askMode]("ask", askNames, s) }
 
-func resolveHost(h string, sandboxed bool) (string, error) {
-	switch strings.ToLower(strings.TrimSpace(h)) {
+// configuredHosts says which of the optional hosts a configuration sets.
+type configuredHosts struct {
+	sandbox, kubernetes bool
+}
+
+// resolveHost resolves Config.Host: "auto" is the sandbox when one is
+// set, else Kubernetes when it is set, else this machine. An explicit
+// host needs its configuration, and one that is not the sandbox
+// contradicts a configured Sandbox.
+func resolveHost(h string, set configuredHosts) (string, error) {
+	name := strings.ToLower(strings.TrimSpace(h))
+	switch name {
 	case "", "auto":
-		if sandboxed {
+		switch {
+		case set.sandbox:
 			return "sandbox", nil
+		case set.kubernetes:
+			return "kubernetes", nil
 		}
 		return "gateway", nil
-	case "gateway":
-		if sandboxed {
-			return "", fmt.Errorf("bgexec: Config.Host %q contradicts Config.Sandbox: use auto or sandbox, or leave Sandbox nil", h)
-		}
-		return "gateway", nil
-	case "sandbox":
-		if !sandboxed {
-			return "", fmt.Errorf("bgexec: Config.Host %q needs Config.Sandbox (set it to &bgexec.Sandbox{} for the defaults)", h)
-		}
-		return "sandbox", nil
-	case "node":
-		if sandboxed {
-			return "", fmt.Errorf("bgexec: Config.Host %q contradicts Config.Sandbox: use auto or sandbox, or leave Sandbox nil", h)
-		}
-		return "node", nil
+	case "gateway", "node", "sandbox", "kubernetes":
 	default:
-		return "", fmt.Errorf("bgexec: Config.Host %q is not one of auto, sandbox, gateway, node", h)
+		return "", fmt.Errorf("bgexec: Config.Host %q is not one of auto, sandbox, gateway, node, kubernetes", h)
 	}
+	switch {
+	case name == "sandbox" && !set.sandbox:
+		return "", fmt.Errorf("bgexec: Config.Host %q needs Config.Sandbox (set it to &bgexec.Sandbox{} for the defaults)", h)
+	case name == "kubernetes" && !set.kubernetes:
+		return "", fmt.Errorf("bgexec: Config.Host %q needs Config.Kubernetes (kube.New of github.com/bgexec/bgexec/kube builds one)", h)
+	case name != "sandbox" && set.sandbox:
+		return "", fmt.Errorf("bgexec: Config.Host %q contradicts Config.Sandbox: use auto or sandbox, or leave Sandbox nil", h)
+	}
+	return name, nil
 }
 
 // newAllowlist builds the allowlist checker of a registry: entries from

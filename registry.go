@@ -129,7 +129,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if len(st.nodes) > 0 {
 		r.nodes = sshhost.NewPool(slices.Collect(maps.Values(st.nodes)), os.Getenv, &r.goroutines)
 	}
-	r.hosts = newHostSet(r, m)
+	r.hosts = newHostSet(r, m, cfg.Kubernetes)
 	r.start()
 	return r, nil
 }
@@ -236,7 +236,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.mu.Unlock()
 
 	err := r.endAll(ctx, running)
-	r.hosts.closeNodes() // every remote session has ended: its connections go
+	r.hosts.closeRemote() // every remote session has ended: its connections go
 	close(r.stop)
 	r.goroutines.Wait()
 	// Only now stop the gateway host's spawner: its thread's exit sends
@@ -279,10 +279,8 @@ func (r *Registry) endAll(ctx context.Context, running []*session.Session) error
 			continue
 		case <-ctx.Done():
 		}
-		if r.nodes != nil {
-			// A hung node must not hold Close: its sessions end as lost.
-			r.nodes.Close()
-		}
+		// A hung node or pod must not hold Close: its sessions end as lost.
+		r.hosts.closeRemote()
 		for _, s := range running[i:] {
 			s.ForceKill(session.ReasonKilled)
 		}
