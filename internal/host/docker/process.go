@@ -72,9 +72,7 @@ func (h *Host) startExec(ctx context.Context, cid string, spec *host.Spec, dir s
 		return nil, fmt.Errorf("docker host: start the exec: %w", err)
 	}
 	p := &process{h: h, cid: cid, execID: ex.ID, conn: att.Conn, ended: make(chan struct{}), oomKills: -1}
-	if in, err := h.api.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{}); err == nil {
-		p.pid = in.PID
-	}
+	p.pid = h.execPid(ctx, ex.ID)
 	st := &host.Started{Process: p}
 	if spec.PTY {
 		st.Outputs = []io.Reader{&ttyOutput{r: att.Reader, p: p}}
@@ -320,4 +318,24 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// execPid returns the exec's pid as the daemon's machine sees it, asking
+// a few times while the daemon has not started it yet; 0 when it has not
+// said by then (the pid is only shown, never signalled).
+func (h *Host) execPid(ctx context.Context, execID string) int {
+	for range 20 {
+		in, err := h.api.ExecInspect(ctx, execID, client.ExecInspectOptions{})
+		if err != nil || in.PID > 0 || !in.Running && in.ExitCode != 0 {
+			return in.PID
+		}
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0
+		case <-t.C:
+		}
+	}
+	return 0
 }
