@@ -44,6 +44,11 @@ type Config struct {
 	// CPUs caps each session's container CPU time, in CPUs (1.5 is one
 	// and a half cores); 0 means no cap.
 	CPUs float64
+	// NoSpare turns off the spare container: by default the host keeps
+	// one started container ready for the next session, made in the
+	// background after each Start, so a session does not wait for a
+	// container to be created.
+	NoSpare bool
 	// APITimeout bounds each call to the daemon that is not bound by the
 	// caller's context (signals, inspections, removals); 0 means
 	// DefaultAPITimeout.

@@ -31,11 +31,14 @@ type Host struct {
 	api *client.Client
 	id  string // the Label value of this host's containers
 
-	goroutines sync.WaitGroup // stream copiers of running sessions
+	streams    sync.WaitGroup // stream copiers of running sessions
+	background sync.WaitGroup // spares being made, removals; Added under mu while open
 
 	mu         sync.Mutex // guards the fields below
 	closed     bool
 	containers map[string]struct{} // made and not yet removed
+	spare      string              // a started container no session has used, "" for none
+	filling    bool                // a spare is being made
 }
 
 // New returns a host for the daemon and containers cfg describes. It does
@@ -89,10 +92,14 @@ func (h *Host) Start(ctx context.Context, spec *host.Spec) (*host.Started, error
 	if !ok {
 		return nil, errors.New(h.dirFailure(spec.Dir))
 	}
-	cid, err := h.createContainer(ctx)
-	if err != nil {
-		return nil, err
+	cid := h.takeSpare()
+	if cid == "" {
+		var err error
+		if cid, err = h.createContainer(ctx); err != nil {
+			return nil, err
+		}
 	}
+	h.refillSpare()
 	st, err := h.startExec(ctx, cid, spec, dir)
 	if err != nil {
 		h.removeContainer(cid) // best effort: Close tries again
@@ -149,6 +156,67 @@ func (h *Host) createContainer(ctx context.Context) (string, error) {
 	return res.ID, nil
 }
 
+// takeSpare returns the spare container and leaves none, or "".
+func (h *Host) takeSpare() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cid := h.spare
+	h.spare = ""
+	return cid
+}
+
+// refillSpare starts making the next session's container in the
+// background, unless the configuration says not to, one is being made,
+// or one is ready. A failure only leaves no spare: the next Start makes
+// its container itself and reports the error.
+func (h *Host) refillSpare() {
+	h.mu.Lock()
+	skip := h.cfg.NoSpare || h.closed || h.filling || h.spare != ""
+	if !skip {
+		h.filling = true
+		h.background.Add(1)
+	}
+	h.mu.Unlock()
+	if skip {
+		return
+	}
+	go func() {
+		defer h.background.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.APITimeout)
+		defer cancel()
+		cid, err := h.createContainer(ctx)
+		h.mu.Lock()
+		h.filling = false
+		keep := err == nil && !h.closed && h.spare == ""
+		if keep {
+			h.spare = cid
+		}
+		h.mu.Unlock()
+		if err == nil && !keep {
+			_ = h.removeContainer(cid) // best effort: Close removes what is left
+		}
+	}()
+}
+
+// removeLater removes cid in the background; Close waits for it and
+// removes whatever is left.
+func (h *Host) removeLater(cid string) {
+	h.mu.Lock()
+	closed := h.closed
+	if !closed {
+		h.background.Add(1)
+	}
+	h.mu.Unlock()
+	if closed {
+		_ = h.removeContainer(cid) // best effort: Close removes what is left
+		return
+	}
+	go func() {
+		defer h.background.Done()
+		_ = h.removeContainer(cid) // best effort: Close tries again
+	}()
+}
+
 // removeContainer removes cid with everything in it; it reports whether
 // the daemon confirmed it.
 func (h *Host) removeContainer(cid string) error {
@@ -171,6 +239,12 @@ func (h *Host) removeContainer(cid string) error {
 func (h *Host) Close() error {
 	h.mu.Lock()
 	h.closed = true
+	h.spare = ""
+	h.mu.Unlock()
+	// The spare being made and removals under way end first, so that
+	// every container is in the set below.
+	h.background.Wait()
+	h.mu.Lock()
 	ids := make([]string, 0, len(h.containers))
 	for id := range h.containers {
 		ids = append(ids, id)
@@ -183,7 +257,7 @@ func (h *Host) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	h.goroutines.Wait()
+	h.streams.Wait() // their streams ended with their containers
 	if err := h.api.Close(); err != nil {
 		errs = append(errs, err)
 	}

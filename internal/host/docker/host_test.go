@@ -207,7 +207,7 @@ func TestKillReachesProcessesThatLeftTheGroup(t *testing.T) {
 }
 
 func TestReleaseAndCloseLeaveNoContainers(t *testing.T) {
-	h := newTestHost(t, Config{})
+	h := newTestHost(t, Config{NoSpare: true}) // counts without a spare
 	st := start(t, h, &host.Spec{Command: "true"})
 	readAll(t, st)
 	_, err := awaitExit(t, st.Process)
@@ -225,6 +225,33 @@ func TestReleaseAndCloseLeaveNoContainers(t *testing.T) {
 	assert.Empty(t, h.listContainers(t), "Close removes every container")
 	_, err = h.Start(context.Background(), &host.Spec{Command: "true"})
 	assert.ErrorIs(t, err, ErrClosed)
+}
+
+func TestSpareContainerServesTheNextSession(t *testing.T) {
+	h := newTestHost(t, Config{})
+	st := start(t, h, &host.Spec{Command: "echo one"})
+	readAll(t, st)
+	_, err := awaitExit(t, st.Process)
+	require.NoError(t, err)
+	require.NoError(t, st.Process.SignalGroup(syscall.SIGKILL))
+	require.NoError(t, st.Process.Release())
+	require.Eventually(t, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.spare != ""
+	}, deadline, 20*time.Millisecond, "no spare was made")
+	h.mu.Lock()
+	spare := h.spare
+	h.mu.Unlock()
+	st = start(t, h, &host.Spec{Command: "echo two"})
+	assert.Equal(t, spare, st.Process.(*process).cid, "the next session runs in the spare")
+	texts := readAll(t, st)
+	_, err = awaitExit(t, st.Process)
+	require.NoError(t, err)
+	assert.Equal(t, "two\n", texts[0])
+	require.NoError(t, st.Process.SignalGroup(syscall.SIGKILL))
+	require.NoError(t, st.Process.Release())
+	// Close waits for the background removals and the spare being made.
 }
 
 func TestWorkdirOnlyInsideMounts(t *testing.T) {

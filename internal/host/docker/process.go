@@ -45,6 +45,9 @@ type process struct {
 	oomKills int                     // the container's OOM kills, -1 when unread
 	reaped   bool
 	released bool
+	// killedAfterExit: a SIGKILL reached every process of the container
+	// after the exec ended, so nothing of the session runs any more.
+	killedAfterExit bool
 }
 
 // startExec runs spec in container cid, in dir, on hijacked streams.
@@ -90,9 +93,9 @@ func (h *Host) startExec(ctx context.Context, cid string, spec *host.Spec, dir s
 		att.Close()
 		return nil, fmt.Errorf("docker host: close the exec's stdin: %w", err)
 	}
-	h.goroutines.Add(1)
+	h.streams.Add(1)
 	go func() {
-		defer h.goroutines.Done()
+		defer h.streams.Done()
 		_, err := stdcopy.StdCopy(outW, errW, att.Reader)
 		outW.CloseWithError(err)
 		errW.CloseWithError(err)
@@ -190,6 +193,11 @@ func (p *process) SignalGroup(sig syscall.Signal) error {
 		return fmt.Errorf("docker host: signal the processes of container %s: %w", shortID(p.cid), err)
 	}
 	p.noteOOM(out)
+	if sig == syscall.SIGKILL {
+		p.mu.Lock()
+		p.killedAfterExit = p.gotExit
+		p.mu.Unlock()
+	}
 	return nil
 }
 
@@ -250,7 +258,10 @@ func (p *process) Reap() (syscall.WaitStatus, error) {
 }
 
 // Release removes the session's container with whatever still runs in
-// it; an error says the daemon did not confirm the removal.
+// it; an error says the daemon did not confirm the removal. After a
+// SIGKILL that reached every process of the ended session (the engine
+// sends one at every end) the removal runs in the background, and Close
+// waits for it.
 func (p *process) Release() error {
 	p.mu.Lock()
 	if p.released {
@@ -258,8 +269,15 @@ func (p *process) Release() error {
 		return nil
 	}
 	p.released = true
+	dead := p.killedAfterExit
 	p.mu.Unlock()
 	_ = p.conn.Close() // the engine is done with the streams
+	if dead {
+		// Nothing runs in it any more: the removal (a copy-on-write
+		// layer to delete) need not hold up the session's end.
+		p.h.removeLater(p.cid)
+		return nil
+	}
 	return p.h.removeContainer(p.cid)
 }
 
