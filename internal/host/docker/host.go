@@ -38,7 +38,7 @@ type Host struct {
 	closed     bool
 	containers map[string]struct{} // made and not yet removed
 	spare      string              // a started container no session has used, "" for none
-	filling    bool                // a spare is being made
+	filled     chan struct{}       // non-nil while a spare is being made; closed when it is done
 }
 
 // New returns a host for the daemon and containers cfg describes. It does
@@ -92,9 +92,11 @@ func (h *Host) Start(ctx context.Context, spec *host.Spec) (*host.Started, error
 	if !ok {
 		return nil, errors.New(h.dirFailure(spec.Dir))
 	}
-	cid := h.takeSpare()
+	cid, err := h.takeSpare(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if cid == "" {
-		var err error
 		if cid, err = h.createContainer(ctx); err != nil {
 			return nil, err
 		}
@@ -156,13 +158,25 @@ func (h *Host) createContainer(ctx context.Context) (string, error) {
 	return res.ID, nil
 }
 
-// takeSpare returns the spare container and leaves none, or "".
-func (h *Host) takeSpare() string {
+// takeSpare returns the spare container and leaves none. When one is
+// being made it waits for it (two containers made at once would each
+// take longer); "" means there is none to take.
+func (h *Host) takeSpare(ctx context.Context) (string, error) {
+	h.mu.Lock()
+	filled := h.filled
+	h.mu.Unlock()
+	if filled != nil {
+		select {
+		case <-filled:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cid := h.spare
 	h.spare = ""
-	return cid
+	return cid, nil
 }
 
 // refillSpare starts making the next session's container in the
@@ -171,9 +185,11 @@ func (h *Host) takeSpare() string {
 // its container itself and reports the error.
 func (h *Host) refillSpare() {
 	h.mu.Lock()
-	skip := h.cfg.NoSpare || h.closed || h.filling || h.spare != ""
+	skip := h.cfg.NoSpare || h.closed || h.filled != nil || h.spare != ""
+	var filled chan struct{}
 	if !skip {
-		h.filling = true
+		filled = make(chan struct{})
+		h.filled = filled
 		h.background.Add(1)
 	}
 	h.mu.Unlock()
@@ -186,7 +202,8 @@ func (h *Host) refillSpare() {
 		defer cancel()
 		cid, err := h.createContainer(ctx)
 		h.mu.Lock()
-		h.filling = false
+		h.filled = nil
+		close(filled)
 		keep := err == nil && !h.closed && h.spare == ""
 		if keep {
 			h.spare = cid

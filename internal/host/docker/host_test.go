@@ -41,6 +41,21 @@ func newTestHost(t *testing.T, cfg Config) *Host {
 	return h
 }
 
+// awaitSpare waits until a spare container is ready, at most d.
+func (h *Host) awaitSpare(d time.Duration) bool {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		h.mu.Lock()
+		ok := h.spare != ""
+		h.mu.Unlock()
+		if ok {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
 // listContainers lists the containers the daemon has with h's label.
 func (h *Host) listContainers(t *testing.T) []string {
 	t.Helper()
@@ -235,11 +250,7 @@ func TestSpareContainerServesTheNextSession(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, st.Process.SignalGroup(syscall.SIGKILL))
 	require.NoError(t, st.Process.Release())
-	require.Eventually(t, func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.spare != ""
-	}, deadline, 20*time.Millisecond, "no spare was made")
+	require.True(t, h.awaitSpare(deadline), "no spare was made")
 	h.mu.Lock()
 	spare := h.spare
 	h.mu.Unlock()
