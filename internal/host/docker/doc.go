@@ -45,7 +45,9 @@
 // before API 1.42 ignore an exec's initial console size, so for them the
 // command starts with stty setting it.
 //
-// The exec ends when its attach stream ends (the engine closes it after
+// The session's readers must read the outputs to their end (the session
+// engine does): the end of the stream is how the host learns that the
+// exec ended. The exec ends when its attach stream ends (the engine closes it after
 // the process exited and its output was copied, waiting at most two
 // seconds for background processes that still hold it); the exit code is
 // then read from the exec's inspection. The engine reports a process
@@ -56,12 +58,14 @@
 //
 // # A daemon that goes away
 //
-// When the daemon is killed or its socket is gone, the attach stream ends
-// and the exec cannot be inspected: the session ends failed with the
-// reason "lost" and a text that says the connection to the daemon was
-// lost and that the container may still be running (without the daemon
-// nothing can be killed; the container keeps the host's label, so it can
-// be found and removed once the daemon is back).
+// When the daemon is killed, its attach streams end and the exec cannot
+// be inspected: the session ends failed with the reason "lost" and a text
+// that says the connection to the daemon was lost and that the container
+// may still be running (without the daemon nothing can be killed; the
+// container keeps the host's label, so it can be found and removed once
+// the daemon is back). A session whose daemon cannot be reached when its
+// stream ends (its socket removed, say) ends the same way; one whose
+// stream and daemon both stay up runs on.
 //
 // # Working directories
 //

@@ -174,6 +174,9 @@ func (h *Host) takeSpare(ctx context.Context) (string, error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return "", ErrClosed
+	}
 	cid := h.spare
 	h.spare = ""
 	return cid, nil

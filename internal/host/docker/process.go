@@ -93,7 +93,16 @@ func (h *Host) startExec(ctx context.Context, cid string, spec *host.Spec, dir s
 		att.Close()
 		return nil, fmt.Errorf("docker host: close the exec's stdin: %w", err)
 	}
-	h.streams.Add(1)
+	h.mu.Lock()
+	closed := h.closed
+	if !closed {
+		h.streams.Add(1) // under mu, so never after Close began to wait
+	}
+	h.mu.Unlock()
+	if closed {
+		att.Close()
+		return nil, ErrClosed
+	}
 	go func() {
 		defer h.streams.Done()
 		_, err := stdcopy.StdCopy(outW, errW, att.Reader)
@@ -169,7 +178,8 @@ func (e *lostError) Unwrap() error { return session.ErrLost }
 func (p *process) SignalGroup(sig syscall.Signal) error {
 	p.mu.Lock()
 	skip := p.reaped || p.exitErr != nil
-	if !skip {
+	if !skip && !p.gotExit {
+		// Only a signal sent while the exec ran can have ended it.
 		if p.sent == nil {
 			p.sent = map[syscall.Signal]bool{}
 		}

@@ -156,3 +156,16 @@ func TestDaemonKilledEndsSessionsLost(t *testing.T) {
 	assert.Contains(t, sn.Exit.Note, "may still be running")
 	assert.Error(t, h.Close(), "the daemon is gone: its containers cannot be confirmed removed")
 }
+
+// The engine reports a signal's end as 128+N; a command that exits with
+// such a code itself, with no signal sent to it, keeps its exit code,
+// although the session engine sends SIGKILL at every end.
+func TestExitCodeAbove128IsAnExit(t *testing.T) {
+	h := newTestHost(t, Config{})
+	s := runSession(t, h, &host.Spec{Command: "exit 137"}, 0)
+	sn := ended(t, s)
+	assert.Equal(t, session.ReasonExit, sn.Exit.Reason)
+	require.NotNil(t, sn.Exit.Code)
+	assert.Equal(t, 137, *sn.Exit.Code)
+	assert.Empty(t, sn.Exit.Signal)
+}
