@@ -36,9 +36,10 @@ type Host struct {
 
 	mu         sync.Mutex // guards the fields below
 	closed     bool
-	containers map[string]struct{} // made and not yet removed
-	spare      string              // a started container no session has used, "" for none
-	filled     chan struct{}       // non-nil while a spare is being made; closed when it is done
+	containers map[string]struct{}   // made and not yet removed
+	live       map[*process]struct{} // pipe sessions not yet released
+	spare      string                // a started container no session has used, "" for none
+	filled     chan struct{}         // non-nil while a spare is being made; closed when it is done
 }
 
 // New returns a host for the daemon and containers cfg describes. It does
@@ -55,7 +56,7 @@ func New(cfg Config) (*Host, error) {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return &Host{cfg: c, api: api, id: hex.EncodeToString(b[:]), containers: map[string]struct{}{}}, nil
+	return &Host{cfg: c, api: api, id: hex.EncodeToString(b[:]), containers: map[string]struct{}{}, live: map[*process]struct{}{}}, nil
 }
 
 // Name is "docker".
@@ -277,7 +278,18 @@ func (h *Host) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	h.streams.Wait() // their streams ended with their containers
+	// Their streams ended with their containers; a copier whose session
+	// nobody reads any more is let go here.
+	h.mu.Lock()
+	live := make([]*process, 0, len(h.live))
+	for p := range h.live {
+		live = append(live, p)
+	}
+	h.mu.Unlock()
+	for _, p := range live {
+		p.closeStreams()
+	}
+	h.streams.Wait()
 	if err := h.api.Close(); err != nil {
 		errs = append(errs, err)
 	}

@@ -231,12 +231,20 @@ func TestReleaseAndCloseLeaveNoContainers(t *testing.T) {
 	require.NoError(t, st.Process.Release())
 	assert.Empty(t, h.listContainers(t), "Release removes the session's container")
 
-	// Sessions still running when the host closes.
+	// Sessions still running when the host closes, with output nobody
+	// reads: Close must not wait for a reader.
 	for range 2 {
-		start(t, h, &host.Spec{Command: "sleep 1000"})
+		start(t, h, &host.Spec{Command: "echo unread; echo unread >&2; sleep 1000"})
 	}
 	require.Len(t, h.listContainers(t), 2)
-	require.NoError(t, h.Close())
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(deadline):
+		t.Fatal("Close did not return")
+	}
 	assert.Empty(t, h.listContainers(t), "Close removes every container")
 	_, err = h.Start(context.Background(), &host.Spec{Command: "true"})
 	assert.ErrorIs(t, err, ErrClosed)

@@ -29,9 +29,13 @@ type process struct {
 	h      *Host
 	cid    string // the session's container
 	execID string
-	pid    int           // the exec's pid as the daemon's machine sees it
-	conn   net.Conn      // the hijacked attach stream
-	ended  chan struct{} // closed when the attach stream ended
+	pid    int      // the exec's pid as the daemon's machine sees it
+	conn   net.Conn // the hijacked attach stream
+	// readers are the pipe ends the copier writes to (pipe mode), closed
+	// by Close when a session's reader is gone, so the copier never
+	// blocks on them.
+	readers []io.Closer
+	ended   chan struct{} // closed when the attach stream ended
 
 	resMu   sync.Mutex // guards resView and resAt
 	resView *host.Usage
@@ -87,6 +91,7 @@ func (h *Host) startExec(ctx context.Context, cid string, spec *host.Spec, dir s
 	outR, outW := io.Pipe()
 	errR, errW := io.Pipe()
 	st.Outputs = []io.Reader{outR, errR}
+	p.readers = []io.Closer{outR, errR}
 	if spec.StdinPipe {
 		st.Stdin = &stdin{conn: att.Conn}
 	} else if err := att.CloseWrite(); err != nil {
@@ -97,6 +102,7 @@ func (h *Host) startExec(ctx context.Context, cid string, spec *host.Spec, dir s
 	closed := h.closed
 	if !closed {
 		h.streams.Add(1) // under mu, so never after Close began to wait
+		h.live[p] = struct{}{}
 	}
 	h.mu.Unlock()
 	if closed {
@@ -281,6 +287,9 @@ func (p *process) Release() error {
 	p.released = true
 	dead := p.killedAfterExit
 	p.mu.Unlock()
+	p.h.mu.Lock()
+	delete(p.h.live, p)
+	p.h.mu.Unlock()
 	_ = p.conn.Close() // the engine is done with the streams
 	if dead {
 		// Nothing runs in it any more: the removal (a copy-on-write
@@ -366,4 +375,13 @@ func (h *Host) execPid(ctx context.Context, execID string) int {
 		}
 	}
 	return 0
+}
+
+// closeStreams ends the session's streams: its attach connection and the
+// pipes its copier writes to.
+func (p *process) closeStreams() {
+	_ = p.conn.Close() // ends the copier's read
+	for _, r := range p.readers {
+		_ = r.Close() // ends a copier's write nobody reads
+	}
 }
