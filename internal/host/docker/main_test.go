@@ -1,0 +1,33 @@
+package dockerhost
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// The tests run against a real Docker daemon: .ci/dockerd starts a
+// private one and exports its address and test image.
+const (
+	daemonEnv = "BGEXEC_TEST_DOCKER_HOST"
+	imageEnv  = "BGEXEC_TEST_DOCKER_IMAGE"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testDaemon returns the test daemon's address and image. Without them a
+// test fails under CI=true and skips elsewhere.
+func testDaemon(t testing.TB) (daemon, image string) {
+	t.Helper()
+	daemon, image = os.Getenv(daemonEnv), os.Getenv(imageEnv)
+	if daemon == "" || image == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s and %s are unset: run .ci/dockerd start (CI must test the Docker host)", daemonEnv, imageEnv)
+		}
+		t.Skipf("%s and %s are unset: eval \"$(.ci/dockerd start)\" to test the Docker host", daemonEnv, imageEnv)
+	}
+	return daemon, image
+}

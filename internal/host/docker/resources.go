@@ -1,0 +1,72 @@
+package dockerhost
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bgexec/bgexec/internal/host"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// ResourceTTL is how long a resource view of a session is reused unless
+// a fresh one is asked for.
+const ResourceTTL = time.Second
+
+// Usage reads the session's container from the daemon's stats (one
+// sample): its CPU time, its memory without the page cache, and its
+// processes but the idle init. Listening ports are not read (nil). It
+// returns nil when the daemon cannot be asked.
+func (p *process) Usage(_ *host.Scan, fresh bool, note func(ports []string)) *host.Usage {
+	p.resMu.Lock()
+	defer p.resMu.Unlock()
+	if !fresh && p.resView != nil && time.Since(p.resAt) < ResourceTTL {
+		u := *p.resView
+		return &u
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.h.cfg.APITimeout)
+	defer cancel()
+	res, err := p.h.api.ContainerStats(ctx, p.cid, client.ContainerStatsOptions{})
+	if err != nil {
+		return nil
+	}
+	defer res.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		return nil
+	}
+	mem := int64(st.MemoryStats.Usage)
+	// The page cache is the kernel's to reclaim, as docker stats shows it.
+	for _, k := range []string{"total_inactive_file", "inactive_file"} {
+		if v, ok := st.MemoryStats.Stats[k]; ok && int64(v) <= mem {
+			mem -= int64(v)
+			break
+		}
+	}
+	u := &host.Usage{
+		CPUMs:       int64(st.CPUStats.CPUUsage.TotalUsage / 1e6),
+		MemoryBytes: mem,
+		Tasks:       max(int(st.PidsStats.Current)-1, 0),
+	}
+	p.resView, p.resAt = u, time.Now()
+	if note != nil {
+		note(nil)
+	}
+	c := *u
+	return &c
+}
+
+// PortOpen reports whether a process in the session's container listens
+// on TCP port (any address), from the container's /proc/net/tcp tables.
+func (p *process) PortOpen(_ context.Context, port int) bool {
+	if port <= 0 || port > 65535 {
+		return false
+	}
+	hexPort := fmt.Sprintf("%04X", port)
+	script := `for f in /proc/net/tcp /proc/net/tcp6; do [ -r "$f" ] || continue; while read -r _ l _ st _; do [ "$st" = 0A ] && [ "${l##*:}" = ` + hexPort + ` ] && { echo open; exit 0; }; done <"$f"; done; exit 0`
+	out, _, err := p.h.run(p.cid, script)
+	return err == nil && strings.Contains(string(out), "open")
+}
