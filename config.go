@@ -140,17 +140,21 @@ type Config struct {
 	// overrides but kept when inherited. Nil adds none.
 	ExtraOverrideOnlyEnvKeys []string
 	// Host is the configured exec host (tools.exec.host): "auto" (default),
-	// "gateway", "sandbox", "node" or "kubernetes". "auto" resolves to
-	// "sandbox" when Sandbox is set, else to "kubernetes" when Kubernetes
-	// is set, else to "gateway" (this machine). "sandbox" needs Sandbox
-	// and "kubernetes" needs Kubernetes; any host but "sandbox" with
-	// Sandbox set is refused as contradictory; "node" runs every exec
-	// over SSH on one of Nodes.
+	// "gateway", "sandbox", "node", "docker" or "kubernetes". "auto"
+	// resolves to "sandbox" when Sandbox is set, else to "docker" when
+	// Docker is set, else to "kubernetes" when Kubernetes is set, else to
+	// "gateway" (this machine). "sandbox" needs Sandbox, or Docker, which
+	// then backs it; "docker" needs Docker and "kubernetes" needs
+	// Kubernetes; any host but "sandbox" with Sandbox set is refused as
+	// contradictory; "node" runs every exec over SSH on one of Nodes.
 	Host string
 	// Nodes are the machines that run commands when Host is "node", by
 	// name (see [Node]). NewRegistry validates every entry, whatever the
 	// host, and fails when Host is "node" and there is none. Nil: no nodes.
 	Nodes map[string]Node
+	// Docker runs each command in a container of its own on a Docker
+	// daemon when Host is "docker" (see [Docker]). Nil: no Docker host.
+	Docker *Docker
 	// Kubernetes runs commands in Kubernetes pods when Host is
 	// "kubernetes": pass what New of the module
 	// github.com/bgexec/bgexec/kube returns (a module of its own, so
@@ -435,7 +439,7 @@ type settings struct {
 	workdir        string
 	backgroundOff  bool
 	marker         string
-	host           string // where commands run: "gateway", "sandbox", "node" or "kubernetes"
+	host           string // where commands run: "gateway", "sandbox", "node", "docker" or "kubernetes"
 	hostSetting    string // the configured value: "auto" or the host
 	security       securityLevel
 	ask            askMode
@@ -589,7 +593,7 @@ func (s *settings) resolveHostAndPolicy(c *Config, getenv func(string) string) e
 	if s.hostSetting == "" {
 		s.hostSetting = "auto"
 	}
-	if s.host, err = resolveHost(c.Host, configuredHosts{sandbox: c.Sandbox != nil, kubernetes: c.Kubernetes != nil}); err != nil {
+	if s.host, err = resolveHost(c.Host, configuredHosts{sandbox: c.Sandbox != nil, docker: c.Docker != nil, kubernetes: c.Kubernetes != nil}); err != nil {
 		return err
 	}
 	if s.nodes, s.defaultNode, err = resolveNodes(c, getenv); err != nil {

@@ -9,8 +9,9 @@ import (
 )
 
 // TestContractOnEveryHost runs the one contract (internal/contracttest)
-// on every host this machine can run: the gateway, the sandbox and an SSH
-// node. The Kubernetes module runs it for its pods.
+// on every host this machine can run: the gateway, the sandbox, an SSH
+// node and a Docker daemon (.ci/dockerd's). The Kubernetes module runs it
+// for its pods.
 func TestContractOnEveryHost(t *testing.T) {
 	t.Parallel()
 	// The package directory: the sandbox's default workdir, and a
@@ -19,7 +20,7 @@ func TestContractOnEveryHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"gateway", "sandbox", "node"} {
+	for _, name := range []string{"gateway", "sandbox", "node", "docker"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			contracttest.Run(t, contracttest.Host{Name: name, New: bgexec.ContractHost(t, name), Workdir: wd})

@@ -13,9 +13,9 @@ import (
 // kill, timeout and Close reach every process the command started. A
 // Docker is a plain value: it is copied and never written back into.
 //
-// The registry's wiring of this type (Config.Docker, the host name
-// "docker") follows the hosts' refactor; until then it is converted by
-// hostConfig only.
+// Set Config.Docker to use it: Host "docker" runs every exec there, and
+// so do "auto" and "sandbox" when no bubblewrap Sandbox is configured. An
+// elevated call, when allowed, runs on this machine.
 type Docker struct {
 	// Host is the daemon's address in DOCKER_HOST form
 	// ("unix:///run/docker.sock", "tcp://host:2375"). Empty means

@@ -79,7 +79,7 @@ func pidfdOf(s *session.Session) *os.File {
 }
 
 // ContractHost returns how contract_hosts_test.go builds a registry on
-// host name ("gateway", "sandbox" or "node"); a node's sshd is started
+// host name ("gateway", "sandbox", "node" or "docker"); a node's sshd is started
 // once, for t.
 func ContractHost(t *testing.T, name string) func(*testing.T) *Registry {
 	switch name {
@@ -91,6 +91,18 @@ func ContractHost(t *testing.T, name string) func(*testing.T) *Registry {
 	case "node":
 		d := startSSHD(t)
 		return func(t *testing.T) *Registry { return nodeRegistry(t, d, Config{}, nil) }
+	case "docker":
+		// .ci/dockerd starts a private daemon and exports these.
+		daemon, image := os.Getenv("BGEXEC_TEST_DOCKER_HOST"), os.Getenv("BGEXEC_TEST_DOCKER_IMAGE")
+		if daemon == "" || image == "" {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("BGEXEC_TEST_DOCKER_HOST and BGEXEC_TEST_DOCKER_IMAGE are unset: run .ci/dockerd start (CI must test the Docker host)")
+			}
+			t.Skip("no test Docker daemon: eval \"$(.ci/dockerd start)\" to test the Docker host")
+		}
+		return func(t *testing.T) *Registry {
+			return newTestRegistry(t, Config{Host: "docker", Docker: &Docker{Host: daemon, Image: image}})
+		}
 	}
 	t.Fatalf("no contract host %q", name)
 	return nil

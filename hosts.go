@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bgexec/bgexec/internal/host"
+	dockerhost "github.com/bgexec/bgexec/internal/host/docker"
 	"github.com/bgexec/bgexec/internal/host/local"
 	"github.com/bgexec/bgexec/internal/host/sandbox"
 )
@@ -16,14 +17,15 @@ import (
 // sandbox with Config.Sandbox, the nodes with host "node", the pods with
 // Config.Kubernetes. An exec call only picks one of them (pick).
 type hostSet struct {
-	kind      string      // Config.Host as resolved: gateway, sandbox, node or kubernetes
-	machine   *local.Host // this machine's host, which the set owns (see close)
-	gateway   host.Host   // machine, as the tool layer sees it
-	sandbox   host.Host   // nil without Config.Sandbox
-	nodes     nodeHosts   // nil without nodes
-	nodeNames []string    // the configured nodes, sorted
-	defNode   string      // the default node's name, "" for none
-	pods      PodHosts    // nil without Config.Kubernetes
+	kind      string           // Config.Host as resolved: gateway, sandbox, node or kubernetes
+	machine   *local.Host      // this machine's host, which the set owns (see close)
+	gateway   host.Host        // machine, as the tool layer sees it
+	sandbox   host.Host        // nil without Config.Sandbox
+	nodes     nodeHosts        // nil without nodes
+	nodeNames []string         // the configured nodes, sorted
+	defNode   string           // the default node's name, "" for none
+	pods      PodHosts         // nil without Config.Kubernetes
+	docker    *dockerhost.Host // nil without Config.Docker
 }
 
 // nodeHosts is the SSH nodes' hosts and connections (internal/host/ssh's
@@ -35,9 +37,10 @@ type nodeHosts interface {
 }
 
 // newHostSet builds the hosts of r from its resolved configuration and
-// m, this machine's host, and pods, the Kubernetes hosts (nil for none).
-func newHostSet(r *Registry, m *local.Host, pods PodHosts) hostSet {
-	hs := hostSet{kind: r.cfg.host, machine: m, gateway: m, nodes: r.nodes, nodeNames: nodeNames(r.cfg.nodes), defNode: r.cfg.defaultNode, pods: pods}
+// m, this machine's host, pods, the Kubernetes hosts, and docker, the
+// Docker host (nil for none).
+func newHostSet(r *Registry, m *local.Host, pods PodHosts, docker *dockerhost.Host) hostSet {
+	hs := hostSet{kind: r.cfg.host, machine: m, gateway: m, nodes: r.nodes, nodeNames: nodeNames(r.cfg.nodes), defNode: r.cfg.defaultNode, pods: pods, docker: docker}
 	if p := r.cfg.sandbox; p != nil {
 		hs.sandbox = sandbox.NewHost(m, p)
 	}
@@ -57,6 +60,9 @@ func (hs *hostSet) closeRemote() {
 	}
 	if hs.pods != nil {
 		_ = hs.pods.Close() // Its sessions end as lost or killed; nothing else to report.
+	}
+	if hs.docker != nil {
+		_ = hs.docker.Close() // Removes its containers; a failure leaves them labelled for the next.
 	}
 }
 
@@ -92,6 +98,9 @@ func (hs *hostSet) pick(req *ExecRequest, scope string) (picked, string) {
 	}
 	if hs.kind == "kubernetes" {
 		return picked{host: hs.pods.ScopeHost(scope), remote: true}, ""
+	}
+	if hs.kind == "docker" && !req.Elevated {
+		return picked{host: hs.docker}, ""
 	}
 	if hs.sandbox != nil && !req.Elevated {
 		return picked{host: hs.sandbox}, ""

@@ -126,12 +126,14 @@ func parseAsk(s string) (askMode, error) { return parseLevel[askMode]("ask", ask
 
 // configuredHosts says which of the optional hosts a configuration sets.
 type configuredHosts struct {
-	sandbox, kubernetes bool
+	sandbox, docker, kubernetes bool
 }
 
-// resolveHost resolves Config.Host: "auto" is the sandbox when one is
-// set, else Kubernetes when it is set, else this machine. An explicit
-// host needs its configuration, and one that is not the sandbox
+// resolveHost resolves Config.Host: "auto" is the bubblewrap sandbox
+// when Sandbox is set, else Docker when it is set, else Kubernetes when
+// it is set, else this machine. "sandbox" is bubblewrap, or Docker when
+// only Docker is set (the reference's sandbox runs in Docker). An
+// explicit host needs its configuration, and one that is not the sandbox
 // contradicts a configured Sandbox.
 func resolveHost(h string, set configuredHosts) (string, error) {
 	name := strings.ToLower(strings.TrimSpace(h))
@@ -140,17 +142,23 @@ func resolveHost(h string, set configuredHosts) (string, error) {
 		switch {
 		case set.sandbox:
 			return "sandbox", nil
+		case set.docker:
+			return "docker", nil
 		case set.kubernetes:
 			return "kubernetes", nil
 		}
 		return "gateway", nil
-	case "gateway", "node", "sandbox", "kubernetes":
+	case "gateway", "node", "sandbox", "docker", "kubernetes":
 	default:
-		return "", fmt.Errorf("bgexec: Config.Host %q is not one of auto, sandbox, gateway, node, kubernetes", h)
+		return "", fmt.Errorf("bgexec: Config.Host %q is not one of auto, sandbox, gateway, node, docker, kubernetes", h)
 	}
 	switch {
+	case name == "sandbox" && !set.sandbox && set.docker:
+		return "docker", nil
 	case name == "sandbox" && !set.sandbox:
-		return "", fmt.Errorf("bgexec: Config.Host %q needs Config.Sandbox (set it to &bgexec.Sandbox{} for the defaults)", h)
+		return "", fmt.Errorf("bgexec: Config.Host %q needs Config.Sandbox (set it to &bgexec.Sandbox{} for the defaults) or Config.Docker", h)
+	case name == "docker" && !set.docker:
+		return "", fmt.Errorf("bgexec: Config.Host %q needs Config.Docker (a daemon address and an image)", h)
 	case name == "kubernetes" && !set.kubernetes:
 		return "", fmt.Errorf("bgexec: Config.Host %q needs Config.Kubernetes (kube.New of github.com/bgexec/bgexec/kube builds one)", h)
 	case name != "sandbox" && set.sandbox:

@@ -14,6 +14,7 @@ import (
 	"github.com/bgexec/bgexec/internal/allowlist"
 	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/envpolicy"
+	dockerhost "github.com/bgexec/bgexec/internal/host/docker"
 	"github.com/bgexec/bgexec/internal/host/local"
 	"github.com/bgexec/bgexec/internal/host/sandbox"
 	sshhost "github.com/bgexec/bgexec/internal/host/ssh"
@@ -110,6 +111,13 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bgexec: %w", err)
 	}
+	var docker *dockerhost.Host
+	if cfg.Docker != nil {
+		if docker, err = dockerhost.New(cfg.Docker.hostConfig(defaultWorkdir(st.workdir))); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("bgexec: Config.Docker: %w", err)
+		}
+	}
 	r := &Registry{
 		cfg:         st,
 		env:         pol,
@@ -129,7 +137,7 @@ func NewRegistry(cfg Config) (*Registry, error) {
 	if len(st.nodes) > 0 {
 		r.nodes = sshhost.NewPool(slices.Collect(maps.Values(st.nodes)), os.Getenv, &r.goroutines)
 	}
-	r.hosts = newHostSet(r, m, cfg.Kubernetes)
+	r.hosts = newHostSet(r, m, cfg.Kubernetes, docker)
 	r.start()
 	return r, nil
 }
