@@ -141,15 +141,42 @@ func (p *process) start(ctx context.Context, req execRequest, spec *host.Spec) (
 			}
 		}
 	}()
+	opts, outs, stdin, err := p.streams(req, spec, &files)
+	if err != nil {
+		return nil, err
+	}
+	if !c.track(p) {
+		return nil, errors.New("kube: the cluster's host is closed")
+	}
+	sctx, cancel := context.WithCancel(c.ctx)
+	go func() { // counted by track
+		defer c.wg.Done()
+		defer cancel()
+		p.streamErr = ex.StreamWithContext(sctx, opts)
+		p.endStreams()
+		close(p.done)
+	}()
+	rep, err := p.awaitReport(ctx, cancel, outs)
+	files = files[:0] // handed over to the stream, or closed by awaitReport
+	if err != nil {
+		return nil, err
+	}
+	return p.started(rep, spec, outs, stdin), nil
+}
+
+// streams makes the pipes of one exec: stdout and stderr, or the
+// terminal alone, with the report and trailer filtered out of the last;
+// stdin when req asks for it; and the terminal's size queue. Every file
+// it opens is added to files.
+func (p *process) streams(req execRequest, spec *host.Spec, files *[]*os.File) (opts remotecommand.StreamOptions, outs []io.Reader, stdin io.Writer, err error) {
 	pipe := func() (r, w *os.File, err error) {
 		r, w, err = os.Pipe()
 		if err == nil {
-			files = append(files, r, w)
+			*files = append(*files, r, w)
 		}
 		return r, w, err
 	}
-	opts := remotecommand.StreamOptions{Tty: spec.PTY}
-	var outs []io.Reader
+	opts = remotecommand.StreamOptions{Tty: spec.PTY}
 	nOut := 2
 	if spec.PTY {
 		nOut = 1
@@ -157,7 +184,7 @@ func (p *process) start(ctx context.Context, req execRequest, spec *host.Spec) (
 	for i := range nOut {
 		r, w, err := pipe()
 		if err != nil {
-			return nil, err
+			return opts, nil, nil, err
 		}
 		outs = append(outs, r)
 		p.outW = append(p.outW, w)
@@ -173,11 +200,10 @@ func (p *process) start(ctx context.Context, req execRequest, spec *host.Spec) (
 			opts.Stderr = dst
 		}
 	}
-	var stdin io.Writer
 	if req.Stdin {
 		r, w, err := pipe()
 		if err != nil {
-			return nil, err
+			return opts, nil, nil, err
 		}
 		p.stdinR, p.stdinW = r, w
 		opts.Stdin = eofOnClose{r}
@@ -187,17 +213,14 @@ func (p *process) start(ctx context.Context, req execRequest, spec *host.Spec) (
 		p.sizes = newSizeQueue(spec.Cols, spec.Rows)
 		opts.TerminalSizeQueue = p.sizes
 	}
-	if !c.track(p) {
-		return nil, errors.New("kube: the cluster's host is closed")
-	}
-	sctx, cancel := context.WithCancel(c.ctx)
-	go func() { // counted by track
-		defer c.wg.Done()
-		defer cancel()
-		p.streamErr = ex.StreamWithContext(sctx, opts)
-		p.endStreams()
-		close(p.done)
-	}()
+	return opts, outs, stdin, nil
+}
+
+// awaitReport waits for the wrapper's report line (its shell's pid and
+// directory). Without one, it ends the stream, closes what the start
+// opened and says why the command did not start.
+func (p *process) awaitReport(ctx context.Context, cancel context.CancelFunc, outs []io.Reader) (report, error) {
+	c := p.c
 	t := newTimer(c.timeout)
 	defer t.Stop()
 	var line string
@@ -212,32 +235,36 @@ func (p *process) start(ctx context.Context, req execRequest, spec *host.Spec) (
 	case <-ctx.Done():
 	}
 	rep, ok := parseReport(line)
-	if !ok {
-		cancel()
-		<-p.done
-		c.untrack(p)
-		files = files[:0]
-		p.closeReaders(outs)
-		switch {
-		case line != "":
-			return nil, fmt.Errorf("pod %s did not start the command: %q", p.pod, host.MiddleTruncate(line, 300))
-		case p.streamErr != nil && !errors.Is(p.streamErr, context.Canceled):
-			return nil, fmt.Errorf("could not run the command in pod %s/%s: %w", c.namespace, p.pod, p.streamErr)
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("pod %s/%s did not start the command within %s", c.namespace, p.pod, c.timeout)
+	if ok {
+		return rep, nil
 	}
-	files = files[:0]
+	cancel()
+	<-p.done
+	c.untrack(p)
+	p.closeReaders(outs)
+	switch {
+	case line != "":
+		return rep, fmt.Errorf("pod %s did not start the command: %q", p.pod, host.MiddleTruncate(line, 300))
+	case p.streamErr != nil && !errors.Is(p.streamErr, context.Canceled):
+		return rep, fmt.Errorf("could not run the command in pod %s/%s: %w", c.namespace, p.pod, p.streamErr)
+	case ctx.Err() != nil:
+		return rep, ctx.Err()
+	}
+	return rep, fmt.Errorf("pod %s/%s did not start the command within %s", c.namespace, p.pod, c.timeout)
+}
+
+// started is the started command of a report, with a warning when the
+// wrapper fell back from the directory asked for.
+func (p *process) started(rep report, spec *host.Spec, outs []io.Reader, stdin io.Writer) *host.Started {
 	p.pid = rep.pid
-	st = &host.Started{Process: p, Outputs: outs, Stdin: stdin, Cwd: rep.cwd}
+	st := &host.Started{Process: p, Outputs: outs, Stdin: stdin, Cwd: rep.cwd}
 	switch rep.warn {
 	case "1":
-		st.Warnings = append(st.Warnings, `Warning: the default workdir "`+c.workdir+`" is unavailable in pod `+p.pod+`; using "`+rep.cwd+`".`)
+		st.Warnings = append(st.Warnings, `Warning: the default workdir "`+p.c.workdir+`" is unavailable in pod `+p.pod+`; using "`+rep.cwd+`".`)
 	case "2":
 		st.Warnings = append(st.Warnings, `Warning: workdir "`+spec.Dir+`" is unavailable in pod `+p.pod+`; using "`+rep.cwd+`".`)
 	}
-	return st, nil
+	return st
 }
 
 // closeReaders closes what a failed start handed nobody.
