@@ -272,9 +272,55 @@ func (c *Cluster) repick(ctx context.Context, scope, pod string) bool {
 // runningPods lists the names of the running pods the selector matches
 // (and that have the container, when one is named), sorted.
 func (c *Cluster) runningPods(ctx context.Context) ([]string, error) {
+	body, err := c.listPods(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the pods of namespace %s: %w", c.namespace, err)
+	}
+	var list podList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("list the pods of namespace %s: %w", c.namespace, err)
+	}
+	var out []string
+	for _, p := range list.Items {
+		if p.Status.Phase != "Running" || p.Metadata.DeletionTimestamp != nil {
+			continue
+		}
+		if c.container != "" && !slices.ContainsFunc(p.Spec.Containers, func(ct podContainer) bool { return ct.Name == c.container }) {
+			continue
+		}
+		out = append(out, p.Metadata.Name)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// podList is the part of the API server's pod list the selector reads.
+type podList struct {
+	Items []struct {
+		Metadata struct {
+			Name              string  `json:"name"`
+			DeletionTimestamp *string `json:"deletionTimestamp"`
+		} `json:"metadata"`
+		Spec struct {
+			Containers []podContainer `json:"containers"`
+		} `json:"spec"`
+		Status struct {
+			Phase string `json:"phase"`
+		} `json:"status"`
+	} `json:"items"`
+}
+
+// podContainer is one container of a listed pod.
+type podContainer struct {
+	Name string `json:"name"`
+}
+
+// listPods gets the namespace's pods that match the selector, as the API
+// server's JSON.
+func (c *Cluster) listPods(ctx context.Context) ([]byte, error) {
 	base, _, err := rest.DefaultServerUrlFor(c.rest)
 	if err != nil {
-		return nil, fmt.Errorf("kube: API server address: %w", err)
+		return nil, fmt.Errorf("API server address: %w", err)
 	}
 	u := *base
 	u.Path = strings.TrimRight(u.Path, "/") + "/api/v1/namespaces/" + url.PathEscape(c.namespace) + "/pods"
@@ -288,51 +334,17 @@ func (c *Cluster) runningPods(ctx context.Context) ([]string, error) {
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("list the pods of namespace %s: %w", c.namespace, err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("list the pods of namespace %s: %w", c.namespace, err)
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("list the pods of namespace %s: %s: %s", c.namespace, resp.Status, strings.TrimSpace(string(body)))
+		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
-	var list struct {
-		Items []struct {
-			Metadata struct {
-				Name              string  `json:"name"`
-				DeletionTimestamp *string `json:"deletionTimestamp"`
-			} `json:"metadata"`
-			Spec struct {
-				Containers []struct {
-					Name string `json:"name"`
-				} `json:"containers"`
-			} `json:"spec"`
-			Status struct {
-				Phase string `json:"phase"`
-			} `json:"status"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("list the pods of namespace %s: %w", c.namespace, err)
-	}
-	var out []string
-	for _, p := range list.Items {
-		if p.Status.Phase != "Running" || p.Metadata.DeletionTimestamp != nil {
-			continue
-		}
-		if c.container != "" && !slices.ContainsFunc(p.Spec.Containers, func(ct struct {
-			Name string `json:"name"`
-		}) bool {
-			return ct.Name == c.container
-		}) {
-			continue
-		}
-		out = append(out, p.Metadata.Name)
-	}
-	slices.Sort(out)
-	return out, nil
+	return body, nil
 }
 
 // Close kills every session still running (SIGKILL to all its processes

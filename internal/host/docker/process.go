@@ -56,20 +56,7 @@ type process struct {
 
 // startExec runs spec in container cid, in dir, on hijacked streams.
 func (h *Host) startExec(ctx context.Context, cid string, spec *host.Spec, dir string) (*host.Started, error) {
-	opts := client.ExecCreateOptions{
-		User: h.cfg.User, TTY: spec.PTY, AttachStdout: true, AttachStderr: true,
-		AttachStdin: spec.PTY || spec.StdinPipe, Env: execEnv(spec.Env), WorkingDir: dir,
-		Cmd: []string{h.cfg.Shell, "-c", spec.Command},
-	}
-	if spec.PTY {
-		opts.ConsoleSize = client.ConsoleSize{Height: uint(spec.Rows), Width: uint(spec.Cols)}
-		if versions.LessThan(h.api.ClientVersion(), "1.42") {
-			// Daemons before API 1.42 ignore the console size; resizing after
-			// the start would race the command's first look at its size.
-			opts.ConsoleSize = client.ConsoleSize{}
-			opts.Cmd[2] = fmt.Sprintf("stty cols %d rows %d 2>/dev/null; %s", spec.Cols, spec.Rows, spec.Command)
-		}
-	}
+	opts := h.execOptions(spec, dir)
 	ex, err := h.api.ExecCreate(ctx, cid, opts)
 	if err != nil {
 		return nil, fmt.Errorf("docker host: create the exec: %w", err)
@@ -86,13 +73,38 @@ func (h *Host) startExec(ctx context.Context, cid string, spec *host.Spec, dir s
 		st.Stdin = &stdin{conn: att.Conn, pty: true}
 		return st, nil
 	}
-	// Without a terminal the stream carries stdout and stderr framed
-	// together: one copier splits them.
+	return h.splitStreams(p, st, att, spec.StdinPipe)
+}
+
+// execOptions is the exec of spec in dir: the shell with the command, its
+// environment, and a terminal of the spec's size.
+func (h *Host) execOptions(spec *host.Spec, dir string) client.ExecCreateOptions {
+	opts := client.ExecCreateOptions{
+		User: h.cfg.User, TTY: spec.PTY, AttachStdout: true, AttachStderr: true,
+		AttachStdin: spec.PTY || spec.StdinPipe, Env: execEnv(spec.Env), WorkingDir: dir,
+		Cmd: []string{h.cfg.Shell, "-c", spec.Command},
+	}
+	if spec.PTY {
+		opts.ConsoleSize = client.ConsoleSize{Height: uint(spec.Rows), Width: uint(spec.Cols)}
+		if versions.LessThan(h.api.ClientVersion(), "1.42") {
+			// Daemons before API 1.42 ignore the console size; resizing after
+			// the start would race the command's first look at its size.
+			opts.ConsoleSize = client.ConsoleSize{}
+			opts.Cmd[2] = fmt.Sprintf("stty cols %d rows %d 2>/dev/null; %s", spec.Cols, spec.Rows, spec.Command)
+		}
+	}
+	return opts
+}
+
+// splitStreams serves a pipe exec: without a terminal the stream carries
+// stdout and stderr framed together, and one copier, counted in
+// h.streams, splits them. Stdin stays open when the spec asked for it.
+func (h *Host) splitStreams(p *process, st *host.Started, att client.ExecAttachResult, stdinPipe bool) (*host.Started, error) {
 	outR, outW := io.Pipe()
 	errR, errW := io.Pipe()
 	st.Outputs = []io.Reader{outR, errR}
 	p.readers = []io.Closer{outR, errR}
-	if spec.StdinPipe {
+	if stdinPipe {
 		st.Stdin = &stdin{conn: att.Conn}
 	} else if err := att.CloseWrite(); err != nil {
 		att.Close()
