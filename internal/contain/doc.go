@@ -15,13 +15,10 @@
 // [Cgroup.FD] for clone3's CLONE_INTO_CGROUP) and, when
 // [Cgroup.UnshareNamespace] says so, into a cgroup namespace of its own,
 // which [Cgroup.OpenNamespace] then holds. [Cgroup.KillLeft] and
-// [Cgroup.KillNamespace] end what is left: the namespace's processes are
-// found by a scan of /proc that runs on the root's own goroutine, one scan
-// for every session ending meanwhile, beside the rest of the session's
-// end. [Cgroup.Remove] waits for that scan to find none of them and to see
-// the cgroup empty, and keeps the cgroup for reuse, or, when it cannot,
-// never reuses it and lets [Root.RetryDirty] (the registry's sweeper) kill
-// it again. [Root.Remove] goes last and stops the goroutine.
+// [Cgroup.KillNamespace] end what is left; [Cgroup.Remove] waits to see
+// the cgroup empty and keeps it for reuse, or, when it cannot, never
+// reuses it and lets [Root.RetryDirty] (the registry's sweeper) kill it
+// again. [Root.Remove] goes last.
 //
 // # Limits
 //
