@@ -5,7 +5,6 @@ package contain
 import (
 	"bufio"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -39,9 +37,6 @@ type Root struct {
 	// namespace as a boundary the kernel refuses to migrate across.
 	namespace  bool
 	nsdelegate bool
-	hostNS     hostNamespaces // this process's and init's cgroup namespaces
-
-	reaper nsReaper // kills what is left in ended sessions' namespaces
 
 	mu     sync.Mutex // guards spare, dirty and closed
 	spare  []string   // emptied session cgroups kept for reuse
@@ -244,7 +239,7 @@ func NewRoot() (*Root, error) {
 		_ = os.Remove(dir)
 		return nil, errors.New("cgroup.kill is not available (Linux 5.14+ needed)")
 	}
-	r := &Root{dir: dir, nsdelegate: cgroup2NSDelegate(), hostNS: readHostNamespaces()}
+	r := &Root{dir: dir, nsdelegate: cgroup2NSDelegate()}
 	if err := r.probe(); err != nil {
 		_ = os.Remove(dir)
 		return nil, err
@@ -380,46 +375,13 @@ func (c *Cgroup) Namespaced() bool { return c != nil && c.ns != nil }
 
 // KillNamespace SIGKILLs every process of the session's cgroup namespace
 // (see [Cgroup.OpenNamespace]), wherever its cgroup, and looks again until
-// none is left; nil without a namespace. For a cgroup of a [Root] the
-// looks happen beside the caller's path, on the root's own goroutine (one
-// scan of /proc serves every session ending meanwhile): it returns at
-// once, and [Cgroup.Remove] waits for the verdict. Otherwise (no root, or
-// the root being removed) it looks on the caller's path, and an error
-// means some may still run.
+// none is left; nil without a namespace. An error means some may still
+// run.
 func (c *Cgroup) KillNamespace() error {
 	if c.ns == nil {
 		return nil
 	}
-	if c.root != nil && c.root.reaper.enqueue(c.ns) {
-		return nil
-	}
 	return c.ns.kill()
-}
-
-// reaper is the root's namespace reaper, nil without a root.
-func (c *Cgroup) reaper() *nsReaper {
-	if c.root == nil {
-		return nil
-	}
-	return &c.root.reaper
-}
-
-// releaseNamespace waits, at most bound, for the root's reaper to find no
-// process of the session's namespace left, and closes the namespace. An
-// error means the reaper still found some when the bound ended: it keeps
-// the namespace (held open and watched) and kills them again until none
-// is left, and closes it then.
-func (c *Cgroup) releaseNamespace(bound time.Duration) error {
-	if c.ns == nil {
-		return nil
-	}
-	r := c.reaper()
-	if !r.await(c.ns, bound) {
-		r.after(c.ns, c.ns.close)
-		return fmt.Errorf("processes of the session's cgroup namespace %s still ran %v after SIGKILL; they are killed again until none is left", c.ns.link, bound)
-	}
-	c.ns.close()
-	return nil
 }
 
 // Every reader and writer of a cgroup file below fails closed: a cgroup is
@@ -552,32 +514,26 @@ func (c *Cgroup) settle(bound time.Duration) error {
 	}
 }
 
-// Remove settles the cgroup (bound limits the wait), waits for the root's
-// reaper to find no process of the session's cgroup namespace left (see
-// [Cgroup.KillNamespace]; the same bound), and then keeps the cgroup as a
-// spare or deletes it. An error means some process of the session may
-// still run: either the cgroup could not be seen empty (it is then never
-// reused, and the registry retries the kill, [Root.RetryDirty]), or the
-// reaper still found processes of the namespace (it goes on killing them).
+// Remove settles the cgroup (bound limits the wait) and then keeps it as a
+// spare or deletes it. An error means it could not be seen empty: it is
+// then never reused, and the registry retries the kill ([Root.RetryDirty]).
 func (c *Cgroup) Remove(bound time.Duration) error {
 	defer c.CloseFD()
-	start := time.Now()
+	defer c.ns.close()
 	if err := c.settle(bound); err != nil {
-		_ = c.releaseNamespace(0) // Best effort: the cgroup's error says enough.
 		c.root.keepDirty(c.dir)
 		c.lim.release(false)
 		return err
 	}
-	nsErr := c.releaseNamespace(max(bound-time.Since(start), 0))
 	c.lim.release(true)
 	if !c.killed.Load() && c.root != nil && c.root.keepSpare(c.dir) {
-		return nsErr
+		return nil
 	}
 	if err := unix.Rmdir(c.dir); err != nil {
 		// Seen empty, so nothing of the session runs; retry the rmdir.
 		c.root.keepDirty(c.dir)
 	}
-	return nsErr
+	return nil
 }
 
 // Remove deletes the spare and dirty session cgroups (dirty ones after a
@@ -589,14 +545,13 @@ func (r *Root) Remove() error {
 	spare := r.spare
 	r.spare = nil
 	r.mu.Unlock()
-	nsErr := r.reaper.close()
 	for _, dir := range spare {
 		_ = unix.Rmdir(dir) // Best effort: the root's rmdir below reports it.
 	}
 	if n := r.RetryDirty(time.Second); n > 0 {
-		return errors.Join(nsErr, fmt.Errorf("bgexec: %d session cgroups could not be emptied", n))
+		return fmt.Errorf("bgexec: %d session cgroups could not be emptied", n)
 	}
-	return errors.Join(nsErr, os.Remove(r.dir))
+	return os.Remove(r.dir)
 }
 
 // cgroup2NSDelegate reports whether this process's cgroup2 mount has the
@@ -656,63 +611,35 @@ func openCgroupNamespace(pid int) (*namespace, error) {
 // init's are never taken for a session's: killing "every process of the
 // namespace" would then kill the machine.
 func sessionNamespace(leader int, c *Cgroup) *namespace {
-	ns, err := openCgroupNamespace(leader)
-	if err != nil {
-		// The leader is gone already: a process still in the cgroup tells.
-		// Read only then: cgroup.procs costs a read on every start.
-		pids, _ := c.Procs() // Best effort: none means the leader's was all there was.
-		for _, pid := range pids {
-			if ns, err = openCgroupNamespace(pid); err == nil {
-				break
-			}
+	for _, pid := range append([]int{leader}, procsOrNone(c)...) {
+		ns, err := openCgroupNamespace(pid)
+		if err != nil {
+			continue
 		}
+		if ns.shared() {
+			ns.close()
+			return nil
+		}
+		ns.own = "/" + filepath.Base(filepath.Dir(c.dir)) + "/" + filepath.Base(c.dir)
+		return ns
 	}
-	if err != nil || ns == nil {
-		return nil
-	}
-	if ns.shared(c.root) {
-		ns.close()
-		return nil
-	}
-	ns.own = "/" + filepath.Base(filepath.Dir(c.dir)) + "/" + filepath.Base(c.dir)
-	return ns
+	return nil
 }
 
-// hostNamespaces are the inode numbers of this process's cgroup namespace
-// and init's (0 when they cannot be read), which a session's namespace
-// must never be taken for.
-type hostNamespaces struct {
-	self, init uint64
-	ok         bool // self was read
-}
-
-// readHostNamespaces reads them now.
-func readHostNamespaces() hostNamespaces {
-	var h hostNamespaces
-	var st unix.Stat_t
-	if unix.Stat("/proc/self/ns/cgroup", &st) == nil {
-		h.self, h.ok = st.Ino, true
-	}
-	if unix.Stat("/proc/1/ns/cgroup", &st) == nil {
-		h.init = st.Ino
-	}
-	return h
+func procsOrNone(c *Cgroup) []int {
+	pids, _ := c.Procs() // Best effort: none means the leader's was all there was.
+	return pids
 }
 
 // shared reports whether n is this process's cgroup namespace (or it
 // cannot tell) or init's (where init's may be looked at: a supervisor
-// may hide it even from root). r's numbers, read when it was made, are
-// used when there is a root (this process never changes its cgroup
-// namespace); without one they are read now.
-func (n *namespace) shared(r *Root) bool {
-	h := hostNamespaces{}
-	if r != nil {
-		h = r.hostNS
+// may hide it even from root).
+func (n *namespace) shared() bool {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/cgroup", &st); err != nil || st.Ino == n.ino {
+		return true
 	}
-	if !h.ok {
-		h = readHostNamespaces()
-	}
-	return !h.ok || h.self == n.ino || (h.init != 0 && h.init == n.ino)
+	return unix.Stat("/proc/1/ns/cgroup", &st) == nil && st.Ino == n.ino
 }
 
 // nsKillBound bounds how long kill keeps looking for processes of a
@@ -724,9 +651,9 @@ const nsKillBound = time.Second
 // It costs one scan of /proc per look.
 func (n *namespace) kill() error {
 	deadline := time.Now().Add(nsKillBound)
-	var sc procScan
+	buf := make([]byte, 64)
 	for {
-		found, err := n.killOnce(&sc)
+		found, err := n.killOnce(buf)
 		if err != nil {
 			return err
 		}
@@ -741,106 +668,35 @@ func (n *namespace) kill() error {
 	}
 }
 
-// procScan is the memory one look through /proc needs, kept across the
-// looks of one kill so that a look allocates nothing: the directory
-// entries (getdents64), the path of one process's namespace link and the
-// link's text.
-type procScan struct {
-	dents [8 << 10]byte
-	path  [32]byte
-	link  [64]byte
-}
-
 // killOnce SIGKILLs the processes /proc shows in the namespace, and
 // counts them. A zombie has left every namespace, so it is not counted.
-func (n *namespace) killOnce(sc *procScan) (int, error) {
-	found, err := scanKill(sc, []*namespace{n})
-	return found[0], err
-}
-
-// scanKill SIGKILLs the processes /proc shows in any of the namespaces
-// ns, and counts them per namespace (found[i] for ns[i]): one scan of
-// /proc for all of them.
-//
-// It is the cost of every session end with a namespace, once per process
-// on the host, so it reads the directory with getdents64 and each link
-// with readlinkat relative to /proc, into sc's buffers.
-func scanKill(sc *procScan, ns []*namespace) (found []int, err error) {
-	found = make([]int, len(ns))
-	byLink := make(map[string]int, len(ns))
-	for i, n := range ns {
-		byLink[n.link] = i
-	}
-	proc, err := unix.Open("/proc", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+func (n *namespace) killOnce(buf []byte) (int, error) {
+	d, err := os.Open("/proc")
 	if err != nil {
-		return found, &os.PathError{Op: "open", Path: "/proc", Err: err}
+		return 0, err
 	}
-	defer unix.Close(proc)
-	self := os.Getpid()
-	for {
-		nb, err := unix.Getdents(proc, sc.dents[:])
-		if err == unix.EINTR {
+	names, err := d.Readdirnames(-1)
+	_ = d.Close()
+	if err != nil {
+		return 0, err
+	}
+	found := 0
+	for _, name := range names {
+		if name[0] < '1' || name[0] > '9' {
 			continue
 		}
-		if err != nil {
-			return found, os.NewSyscallError("getdents64 /proc", err)
+		k, err := unix.Readlink("/proc/"+name+"/ns/cgroup", buf)
+		if err != nil || string(buf[:k]) != n.link {
+			continue
 		}
-		if nb == 0 {
-			return found, nil
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == os.Getpid() || n.stranger(name) {
+			continue
 		}
-		for off := 0; off < nb; {
-			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
-			reclen := int(binary.NativeEndian.Uint16(sc.dents[off+16:]))
-			name := sc.dents[off+19 : off+reclen]
-			off += reclen
-			pid, ok := pidName(name)
-			if !ok || pid == self {
-				continue
-			}
-			link, ok := sc.readNS(proc, pid)
-			if !ok {
-				continue
-			}
-			i, ok := byLink[string(link)]
-			if !ok || ns[i].stranger(strconv.Itoa(pid)) {
-				continue
-			}
-			_ = unix.Kill(pid, unix.SIGKILL) // Best effort: the next look tells.
-			found[i]++
-		}
+		_ = unix.Kill(pid, unix.SIGKILL) // Best effort: the next look tells.
+		found++
 	}
-}
-
-// pidName parses a /proc entry's NUL-terminated name as a pid; ok is false
-// for every other entry.
-func pidName(name []byte) (pid int, ok bool) {
-	if len(name) == 0 || name[0] < '1' || name[0] > '9' {
-		return 0, false
-	}
-	for _, c := range name {
-		if c == 0 {
-			break
-		}
-		if c < '0' || c > '9' || pid > 1<<30 {
-			return 0, false
-		}
-		pid = pid*10 + int(c-'0')
-	}
-	return pid, true
-}
-
-// readNS reads process pid's cgroup namespace link ("cgroup:[ino]"),
-// relative to the open /proc directory proc, into sc.link. ok is false
-// for a process that is gone, or a zombie (it has no namespace any more).
-func (sc *procScan) readNS(proc, pid int) (link []byte, ok bool) {
-	p := strconv.AppendInt(sc.path[:0], int64(pid), 10)
-	p = append(p, "/ns/cgroup\x00"...)
-	k, _, errno := unix.Syscall6(unix.SYS_READLINKAT, uintptr(proc), uintptr(unsafe.Pointer(&p[0])),
-		uintptr(unsafe.Pointer(&sc.link[0])), uintptr(len(sc.link)), 0, 0)
-	if errno != 0 {
-		return nil, false
-	}
-	return sc.link[:k], true
+	return found, nil
 }
 
 // stranger reports whether process name (a /proc entry) lives in the

@@ -3,7 +3,6 @@
 package contain
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -109,6 +108,7 @@ const (
 func NewLimiter(cg *Root, cgErr error, lim Limits) *Limiter {
 	l := &Limiter{lim: lim, v2: make(map[string]bool)}
 	rep := &l.report
+	tasksSet := lim.TasksSet
 	if cg == nil {
 		why := "sessions have no cgroup of their own"
 		if cgErr != nil {
@@ -121,7 +121,19 @@ func NewLimiter(cg *Root, cgErr error, lim Limits) *Limiter {
 	}
 	budget, hasBudget := hostTaskBudget()
 	if hasBudget {
-		l.shareTaskBudget(budget, lim.TasksSet)
+		// The sessions together, and so each, get what the host's tightest
+		// ancestor leaves beyond the host's reserve (see Limits.Tasks).
+		rep.TaskBudget = int(budget.free)
+		rep.TaskBudgetSource = budget.String()
+		share := budget.free
+		if !tasksSet {
+			// The default leaves room for other sessions beside a
+			// runaway one: half the budget.
+			share = max(minTaskBudget, budget.free/2)
+		}
+		if l.lim.Tasks > 0 && int64(l.lim.Tasks) > share {
+			l.lim.Tasks = int(share)
+		}
 	}
 	if l.lim.Tasks > 0 {
 		rep.SessionTasks = l.lim.Tasks
@@ -130,37 +142,6 @@ func NewLimiter(cg *Root, cgErr error, lim Limits) *Limiter {
 	rep.CgroupNamespace = cg.namespace
 	rep.MigrationRefused = cg.namespace && cg.nsdelegate
 	rep.Migration = migrationText(cg)
-	var tb *taskBudget
-	if hasBudget {
-		tb = &budget
-	}
-	l.pickControllers(cg, lim, tb)
-	return l
-}
-
-// shareTaskBudget reports the host's task budget and caps the task limit
-// by it: the sessions together, and so each, get what the host's
-// tightest ancestor leaves beyond the host's reserve (see Limits.Tasks).
-func (l *Limiter) shareTaskBudget(budget taskBudget, tasksSet bool) {
-	l.report.TaskBudget = int(budget.free)
-	l.report.TaskBudgetSource = budget.String()
-	share := budget.free
-	if !tasksSet {
-		// The default leaves room for other sessions beside a
-		// runaway one: half the budget.
-		share = max(minTaskBudget, budget.free/2)
-	}
-	if l.lim.Tasks > 0 && int64(l.lim.Tasks) > share {
-		l.lim.Tasks = int(share)
-	}
-}
-
-// pickControllers takes each controller the limits lim (as configured)
-// need from the cgroup v2 tree below cg, else from a cgroup v1
-// hierarchy, and reports where from or why not. budget is the host's task
-// budget, nil when it has none; the pids controller then caps it too.
-func (l *Limiter) pickControllers(cg *Root, lim Limits, budget *taskBudget) {
-	rep := &l.report
 	// memory is always wanted: it gives the resource view its memory
 	// figure even without a limit; pids and cpu only for their limits.
 	type want struct {
@@ -171,7 +152,7 @@ func (l *Limiter) pickControllers(cg *Root, lim Limits, budget *taskBudget) {
 	}
 	for _, w := range []want{
 		{"memory", true, &rep.Memory, v2MemoryMax, v1MemLimit},
-		{"pids", lim.Tasks > 0 || budget != nil, &rep.Tasks, v2PidsMax, v1PidsMax},
+		{"pids", lim.Tasks > 0 || hasBudget, &rep.Tasks, v2PidsMax, v1PidsMax},
 		{"cpu", lim.CPU > 0, &rep.CPU, v2CPUMax, v1CFSQuota},
 	} {
 		if !w.needed {
@@ -181,8 +162,8 @@ func (l *Limiter) pickControllers(cg *Root, lim Limits, budget *taskBudget) {
 		if err2 == nil {
 			l.v2[w.ctrl] = true
 			w.report.File = "cgroup2 " + w.v2
-			if w.ctrl == "pids" && budget != nil {
-				l.capTasks(filepath.Join(cg.dir, v2PidsMax), *budget)
+			if w.ctrl == "pids" && hasBudget {
+				l.capTasks(filepath.Join(cg.dir, v2PidsMax), budget)
 			}
 			continue
 		}
@@ -190,18 +171,19 @@ func (l *Limiter) pickControllers(cg *Root, lim Limits, budget *taskBudget) {
 		if err1 == nil {
 			l.v1 = append(l.v1, h)
 			w.report.File = "cgroup1 " + w.v1
-			if w.ctrl == "pids" && budget != nil {
-				l.capTasks(filepath.Join(h.dir, v1PidsMax), *budget)
+			if w.ctrl == "pids" && hasBudget {
+				l.capTasks(filepath.Join(h.dir, v1PidsMax), budget)
 			}
 			continue
 		}
 		w.report.Reason = fmt.Sprintf("no %s controller: cgroup v2: %v; cgroup v1: %v", w.ctrl, err2, err1)
 	}
-	if budget != nil && !l.v2["pids"] && !slices.ContainsFunc(l.v1, func(h *v1Hierarchy) bool { return h.ctrl == "pids" }) {
+	if hasBudget && !l.v2["pids"] && !slices.ContainsFunc(l.v1, func(h *v1Hierarchy) bool { return h.ctrl == "pids" }) {
 		rep.TaskBudget = 0
 		rep.TaskBudgetSource += "; not applied: no pids controller for the registry's cgroup"
-		rep.BudgetWarning = "bgexec: the sessions' tasks are not capped below the host's own pids.max (" + budget.String() + "): no pids controller reaches the registry's cgroup, so a fork bomb can take the tasks the host needs"
+		l.report.BudgetWarning = "bgexec: the sessions' tasks are not capped below the host's own pids.max (" + budget.String() + "): no pids controller reaches the registry's cgroup, so a fork bomb can take the tasks the host needs"
 	}
+	return l
 }
 
 // migrationText is ContainmentReport.Migration for a registry with
@@ -720,53 +702,21 @@ func (sl *sessionLimits) v1Dir(ctrl string) string {
 }
 
 // ReadKey reads the value of "key N" from a flat-keyed cgroup file; -1
-// when it cannot. A session's start and end read one each, so a small
-// file is read into a stack buffer with one open, read and close.
+// when it cannot.
 func ReadKey(path, key string) int64 {
-	var small [1024]byte
-	b, err := readSmall(path, small[:])
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return -1
 	}
-	for len(b) > 0 {
-		var line []byte
-		line, b, _ = bytes.Cut(b, []byte{'\n'})
-		v, ok := bytes.CutPrefix(line, []byte(key))
-		if !ok || len(v) == 0 || v[0] != ' ' {
-			continue
-		}
-		if n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64); err == nil {
-			return n
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+" "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err == nil {
+				return n
+			}
 		}
 	}
 	return -1
-}
-
-// readSmall reads the file at path into buf when it fits, and with
-// os.ReadFile when it does not.
-func readSmall(path string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	n := 0
-	for n < len(buf) {
-		k, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			_ = unix.Close(fd)
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		if k == 0 {
-			_ = unix.Close(fd)
-			return buf[:n], nil
-		}
-		n += k
-	}
-	_ = unix.Close(fd)
-	return os.ReadFile(path) // larger than buf
 }
 
 // ReadInt reads a cgroup file holding one number; -1 when it cannot.

@@ -5,7 +5,6 @@ package contain
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,25 +40,4 @@ func TestLimitsV2FilesWritten(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, string(b), f)
 	}
-}
-
-// ReadKey finds "key N" lines of flat-keyed files, not keys it is a
-// prefix of, in files of any size, and -1 when it cannot.
-func TestReadKey(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
-		return path
-	}
-	oom := write("memory.oom_control", "oom_kill_disable 1\nunder_oom 0\noom_kill 7\n")
-	assert.Equal(t, int64(7), ReadKey(oom, "oom_kill"), "not oom_kill_disable")
-	assert.Equal(t, int64(1), ReadKey(oom, "oom_kill_disable"))
-	assert.Equal(t, int64(-1), ReadKey(oom, "oom"))
-	big := write("memory.stat", strings.Repeat("padding_key 1\n", 200)+"usage_usec 42\n")
-	assert.Equal(t, int64(42), ReadKey(big, "usage_usec"), "a file larger than the stack buffer")
-	assert.Equal(t, int64(-1), ReadKey(write("bad", "usage_usec x\n"), "usage_usec"))
-	assert.Equal(t, int64(-1), ReadKey(filepath.Join(dir, "missing"), "usage_usec"))
-	assert.Equal(t, int64(3), ReadKey(write("nonl", "a 1\nusage_usec 3"), "usage_usec"), "no final newline")
 }

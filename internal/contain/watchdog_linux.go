@@ -358,14 +358,10 @@ func (w *Watchdog) WatchNamespace(c *Cgroup) {
 
 // ForgetNamespace unregisters the cgroup namespace of c, if it has one;
 // call it before [Cgroup.Remove], while the namespace is still held open.
-// While the root's reaper still looks for processes of the namespace (see
-// [Cgroup.KillNamespace]), the watchdogs keep it until the reaper is done.
 func (w *Watchdog) ForgetNamespace(c *Cgroup) {
-	if !c.Namespaced() {
-		return
+	if c.Namespaced() {
+		w.forgetNamespace(c.ns.ino)
 	}
-	ino := c.ns.ino
-	c.reaper().after(c.ns, func() { w.forgetNamespace(ino) })
 }
 
 // watchNamespace registers a cgroup namespace by its inode number.
