@@ -323,7 +323,8 @@ type Config struct {
 	// overrides (the result names them). Background sessions leave the
 	// state alone. [Scope.ResetShellState] and the process action
 	// "reset-shell" forget it. On nodes (Host "node") it is kept per
-	// node. Default false. See the package documentation's "Shell
+	// node; in Docker containers and Kubernetes pods it is not kept.
+	// Default false. See the package documentation's "Shell
 	// conveniences".
 	KeepShellState bool
 	// SpillDir, when set, is a writable directory where each session's

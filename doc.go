@@ -210,7 +210,8 @@
 // the environment rules refuse are not carried (details.notCarried names
 // them); background sessions, a kill or timeout, `exec prog` and a
 // command's own EXIT trap leave the state alone. On nodes it is kept per
-// node. [Scope.ResetShellState] or the process action "reset-shell"
+// node; in Docker containers and Kubernetes pods it is not kept.
+// [Scope.ResetShellState] or the process action "reset-shell"
 // forgets it.
 //
 // Full output in a file. With Config.SpillDir, each session's whole
@@ -430,8 +431,34 @@
 // running." Running node sessions report resources and closed ports like
 // local ones (a node without a readable /proc reports none); they are
 // never reported as waiting for input, and Details.Pid is the pid on the
-// node. docs/node.md in the repository has the protocol, the differences
-// from this machine and a design for Kubernetes pods as nodes.
+// node. docs/node.md in the repository has the protocol and the
+// differences from this machine.
+//
+// # Containers: Docker and Kubernetes
+//
+// With [Config.Docker] set, the host "docker" runs each session in a
+// Docker container of its own, made from [Docker.Image] (never pulled)
+// on the daemon at [Docker.Host], with a spare container kept ready. The
+// host "auto" is "docker" when Docker is set and Sandbox is not, and so is
+// "sandbox" then; an elevated call runs on this machine. The container
+// sees only its mounts (by default the workspace, read-write at the same
+// path; a call's workdir must lie inside one), has no network but
+// loopback unless [Docker.Network], and carries the session's memory,
+// process and CPU caps. Kill, timeout and Close reach every process of
+// the session, wherever it moved, and the container is removed at the
+// end. A session the memory cap ends is "oom"; resources are the
+// container's stats, without ports. When the daemon goes away, running
+// sessions end "failed" with exitReason "lost". A signal bgexec did not
+// send (a crash inside) is exit code 128+n.
+//
+// With [Config.Kubernetes] set (what New of the module
+// github.com/bgexec/bgexec/kube returns), the host "kubernetes" runs
+// commands in a container of a pod through the API server's pods/exec
+// ("auto" picks it when neither Sandbox nor Docker is set);
+// the session's processes are tagged and signalled there, and a stream
+// or API server that goes away ends them "lost". docs/docker.md and
+// docs/kubernetes.md in the repository have the configuration, what is
+// not supported and how each is tested.
 //
 // # Concurrency and resources
 //

@@ -158,14 +158,14 @@ type Event struct {
 	// newer for a reused cgroup; memory.max_usage_in_bytes on v1); -1 when
 	// unknown: no memory controller reaches the session (on a cgroup v1
 	// host, one is there only with Limits.MemoryBytes), process-group
-	// containment, a node, a spawn error. wait4's ru_maxrss is no
+	// containment, a node, a Docker container, a pod, a spawn error. wait4's ru_maxrss is no
 	// answer: it counts the embedding process's resident set, which a
 	// child shares until its exec.
 	PeakMemoryBytes int64
 	// End events: the CPU time, in milliseconds, of the session's
 	// processes that were waited for (the shell and every descendant it or
 	// its children reaped, from wait4's rusage); -1 when unknown (a
-	// sandboxed or node session, a spawn error).
+	// sandboxed, node, Docker or pod session, a spawn error).
 	CPUMs int64
 }
 

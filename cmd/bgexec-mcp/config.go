@@ -49,6 +49,7 @@ type fileConfig struct {
 	Host        string                `json:"host"`
 	Nodes       map[string]nodeConfig `json:"nodes"`
 	DefaultNode string                `json:"defaultNode"`
+	Docker      dockerConfig          `json:"docker"`
 	Elevated    bool                  `json:"elevated"`
 	// Approvals.
 	Security        string     `json:"security"`
@@ -81,6 +82,32 @@ type nodeConfig struct {
 	Shell          string `json:"shell"`
 	Workdir        string `json:"workdir"`
 	MaxSessions    int    `json:"maxSessions"`
+}
+
+// dockerConfig is the Docker host (bgexec.Docker): set when Image is.
+type dockerConfig struct {
+	Host        string        `json:"host"`
+	Image       string        `json:"image"`
+	Shell       string        `json:"shell"`
+	Network     bool          `json:"network"`
+	User        string        `json:"user"`
+	MemoryBytes int64         `json:"memoryBytes"`
+	Pids        int64         `json:"pids"`
+	CPUs        float64       `json:"cpus"`
+	NoSpare     bool          `json:"noSpare"`
+	Mounts      []dockerMount `json:"mounts"`
+}
+
+type dockerMount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"readOnly"`
+}
+
+// set reports whether any key of the Docker host is given.
+func (d *dockerConfig) set() bool {
+	return d.Host != "" || d.Image != "" || d.Shell != "" || d.Network || d.User != "" ||
+		d.MemoryBytes != 0 || d.Pids != 0 || d.CPUs != 0 || d.NoSpare || d.Mounts != nil
 }
 
 type limitsConfig struct {
@@ -159,7 +186,14 @@ func bindFlags(fs *flag.FlagSet, c *fileConfig, configFile *string) {
 	fs.Var(&c.Sandbox.WritablePaths, "sandbox-writable", "`paths` (comma-separated, repeatable) sandboxed commands may write besides the workdir and /tmp (key sandbox.writablePaths)")
 	fs.Var(&c.Sandbox.ReadOnlyPaths, "sandbox-readonly", "`paths` (comma-separated, repeatable) bound read-only into the sandbox (key sandbox.readOnlyPaths)")
 	fs.Var(&c.Sandbox.HidePaths, "sandbox-hide", "`paths` (comma-separated, repeatable) hidden from sandboxed commands (key sandbox.hidePaths)")
-	fs.StringVar(&c.Host, "host", c.Host, "where commands run: auto, gateway, sandbox or node (key host; nodes come from the file's key nodes)")
+	fs.StringVar(&c.Host, "host", c.Host, "where commands run: auto, gateway, sandbox, node or docker (key host; nodes come from the file's key nodes)")
+	fs.StringVar(&c.Docker.Host, "docker-host", c.Docker.Host, "the Docker daemon's `address` in DOCKER_HOST form (key docker.host; default unix:///var/run/docker.sock)")
+	fs.StringVar(&c.Docker.Image, "docker-image", c.Docker.Image, "run every command in a container of this `image`, which must be on the daemon (key docker.image; sets up the Docker host)")
+	fs.BoolVar(&c.Docker.Network, "docker-network", c.Docker.Network, "give the containers the daemon's default network; default none but loopback (key docker.network)")
+	fs.StringVar(&c.Docker.User, "docker-user", c.Docker.User, "`user` the commands run as in the container: name, uid or uid:gid (key docker.user; default the image's)")
+	fs.Int64Var(&c.Docker.MemoryBytes, "docker-memory-bytes", c.Docker.MemoryBytes, "memory cap of each container in `bytes`, swap included; 0 means none (key docker.memoryBytes)")
+	fs.Int64Var(&c.Docker.Pids, "docker-pids", c.Docker.Pids, "process cap of each container; 0 means none (key docker.pids)")
+	fs.Float64Var(&c.Docker.CPUs, "docker-cpus", c.Docker.CPUs, "CPU cap of each container in `cores`; 0 means none (key docker.cpus)")
 	fs.StringVar(&c.DefaultNode, "default-node", c.DefaultNode, "`node` of an exec that names none (key defaultNode)")
 	fs.BoolVar(&c.Elevated, "elevated", c.Elevated, "allow exec's elevated: true (outside the sandbox) (key elevated)")
 	fs.StringVar(&c.Security, "security", c.Security, "exec security: full, allowlist or deny (key security; default full)")
@@ -344,7 +378,7 @@ func (c *fileConfig) checkValues(approval time.Duration) error {
 		oneOf("security", "security", c.Security, "full", "allowlist", "deny"),
 		oneOf("ask", "ask", c.Ask, "off", "on-miss", "always"),
 		oneOf("approvalMode", "approval-mode", c.ApprovalMode, approvalPending, approvalWait),
-		oneOf("host", "host", c.Host, "auto", "gateway", "sandbox", "node"),
+		oneOf("host", "host", c.Host, "auto", "gateway", "sandbox", "node", "docker"),
 		oneOf("containment", "containment", c.Containment, "auto", "off", "required"),
 	} {
 		if e != nil {
@@ -352,6 +386,9 @@ func (c *fileConfig) checkValues(approval time.Duration) error {
 		}
 	}
 	if err := c.checkSandbox(); err != nil {
+		return err
+	}
+	if err := c.checkDocker(); err != nil {
 		return err
 	}
 	if c.Workdir != "" {
@@ -386,6 +423,48 @@ func (c *fileConfig) checkSandbox() error {
 	return nil
 }
 
+// checkDocker checks the Docker host's keys: an image whenever any of
+// them is set or the host is docker, a daemon address in DOCKER_HOST
+// form, caps that Docker accepts, and absolute mount paths.
+func (c *fileConfig) checkDocker() error {
+	d := &c.Docker
+	if strings.TrimSpace(d.Image) == "" {
+		switch {
+		case strings.EqualFold(strings.TrimSpace(c.Host), "docker"):
+			return keyError("docker.image", "docker-image", "host docker needs an image: name one that is on the daemon (it is never pulled)")
+		case d.set():
+			return keyError("docker.image", "docker-image", "the Docker host's keys are set but no image is: name one that is on the daemon (it is never pulled)")
+		}
+		return nil
+	}
+	if d.Host != "" {
+		proto, addr, ok := strings.Cut(d.Host, "://")
+		if !ok || addr == "" || !slices.Contains([]string{"unix", "tcp", "npipe", "http", "https"}, proto) {
+			return keyError("docker.host", "docker-host", "%q is not a daemon address such as unix:///var/run/docker.sock or tcp://host:2375", d.Host)
+		}
+	}
+	checks := []struct {
+		bad             bool
+		key, flag, want string
+	}{
+		{d.MemoryBytes < 0, "docker.memoryBytes", "docker-memory-bytes", "must not be negative"},
+		{d.MemoryBytes > 0 && d.MemoryBytes < 6<<20, "docker.memoryBytes", "docker-memory-bytes", "must be 0 (no cap) or at least 6291456 (6 MiB, Docker's minimum)"},
+		{d.Pids < 0, "docker.pids", "docker-pids", "must not be negative"},
+		{d.CPUs < 0, "docker.cpus", "docker-cpus", "must not be negative"},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return keyError(ch.key, ch.flag, "%s", ch.want)
+		}
+	}
+	for i, m := range d.Mounts {
+		if !filepath.IsAbs(m.Source) || (m.Target != "" && !filepath.IsAbs(m.Target)) {
+			return fmt.Errorf("key docker.mounts[%d]: source %q and target %q must be absolute paths (an empty target is the source)", i, m.Source, m.Target)
+		}
+	}
+	return nil
+}
+
 // bgexecConfig is the library's Config for these settings, over what the
 // BGEXEC_* environment variables set.
 func (c *fileConfig) bgexecConfig(getenv func(string) string) (bgexec.Config, error) {
@@ -407,6 +486,9 @@ func (c *fileConfig) bgexecConfig(getenv func(string) string) (bgexec.Config, er
 		}
 		cfg.Nodes[name] = bgexec.Node{Addr: n.Addr, User: n.User, KeyFile: n.KeyFile, KnownHostsFile: n.KnownHostsFile, Shell: n.Shell, Workdir: n.Workdir, MaxSessions: n.MaxSessions}
 	}
+	if err := c.dockerHost(&cfg); err != nil {
+		return cfg, err
+	}
 	cfg.Elevation = bgexec.ElevationPolicy{Enabled: c.Elevated}
 	cfg.Security, cfg.Ask, cfg.Allowlist = c.Security, c.Ask, c.Allowlist.items
 	cfg.Limits = bgexec.Limits{MemoryBytes: c.Limits.MemoryBytes, Tasks: c.Limits.Tasks, CPU: c.Limits.CPU}
@@ -424,6 +506,43 @@ func (c *fileConfig) bgexecConfig(getenv func(string) string) (bgexec.Config, er
 	cfg.SpillDir = c.SpillDir
 	cfg.MaxCallWaitMs = c.MaxCallMs
 	return cfg, nil
+}
+
+// dockerHost sets cfg.Docker when the Docker host's image is given. The
+// containers' mount is fixed when the registry is made, before a client
+// names its roots, so without a workdir key the workdir is the server's
+// directory (mounted by default) rather than the client's first root.
+func (c *fileConfig) dockerHost(cfg *bgexec.Config) error {
+	d := &c.Docker
+	if strings.TrimSpace(d.Image) == "" {
+		return nil
+	}
+	cfg.Docker = &bgexec.Docker{
+		Host: d.Host, Image: d.Image, Shell: d.Shell, Network: d.Network, User: d.User,
+		MemoryBytes: d.MemoryBytes, Pids: d.Pids, CPUs: d.CPUs, NoSpare: d.NoSpare,
+	}
+	for _, m := range d.Mounts {
+		cfg.Docker.Mounts = append(cfg.Docker.Mounts, bgexec.DockerMount{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	if cfg.Workdir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("key workdir (flag -workdir): the Docker host needs a workdir to mount and the server's directory is unknown (%w): set workdir", err)
+		}
+		cfg.Workdir = wd
+	}
+	if len(d.Mounts) == 0 {
+		return nil
+	}
+	// A command without a workdir runs in the workdir: it must be mounted.
+	wd := filepath.Clean(cfg.Workdir)
+	for _, m := range d.Mounts {
+		src := filepath.Clean(m.Source)
+		if wd == src || src == "/" || strings.HasPrefix(wd, src+"/") {
+			return nil
+		}
+	}
+	return keyError("workdir", "workdir", "%q is not inside any source of docker.mounts: set workdir to a directory inside one, or mount it", cfg.Workdir)
 }
 
 // tryConfig builds a registry from cfg and closes it at once, so every

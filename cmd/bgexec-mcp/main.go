@@ -27,6 +27,23 @@
 // keys (yield window, output caps) come from the environment variables of
 // [bgexec.ConfigFromEnv].
 //
+// # Where commands run
+//
+// By default on this machine, in the client's first root. -sandbox runs
+// them in bubblewrap; the file's key nodes and -host node on SSH nodes.
+// -docker-image (key docker.image) runs each command in a Docker
+// container of that image, on the daemon at -docker-host (key
+// docker.host), with -docker-network, -docker-user, -docker-memory-bytes,
+// -docker-pids and -docker-cpus, and the file's keys docker.shell,
+// docker.noSpare and docker.mounts ([{"source", "target", "readOnly"}];
+// by default the workdir alone, read-write). Without -workdir the
+// workdir is then the server's own directory, not the client's root: the
+// containers' mount is fixed before a client names its roots. The daemon
+// is first reached by the first exec. Kubernetes pods cannot be
+// configured here: that host is the module github.com/bgexec/bgexec/kube,
+// which this command does not build in; embed bgexec with
+// [bgexec.Config].Kubernetes for them.
+//
 // # Approvals
 //
 // -security allowlist refuses every command not on -allowlist, and

@@ -35,7 +35,7 @@ type Host interface {
 	// warning in the result.
 	Start(ctx context.Context, spec *Spec) (*Started, error)
 	// Name is the host's name as a call and an event give it: "gateway",
-	// "sandbox" or "node".
+	// "sandbox", "node", "docker" or "kubernetes".
 	Name() string
 }
 
