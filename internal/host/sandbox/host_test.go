@@ -35,7 +35,7 @@ func sandboxHost(t *testing.T, dir string) (*Host, *local.Host) {
 	l, err := local.New(local.Options{Shell: "sh"})
 	require.NoError(t, err)
 	t.Cleanup(l.Close)
-	return NewHost(l, plan), l
+	return NewHost(l, plan, 0), l
 }
 
 // readLine reads one line of st's stdout, within a minute.
