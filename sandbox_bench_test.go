@@ -190,7 +190,7 @@ func BenchmarkSandboxBurst(b *testing.B) {
 
 // awaitBenchPool waits until reg's sandbox pool, if it has one, is full.
 func awaitBenchPool(b *testing.B, reg *Registry) {
-	if reg.hosts.sandbox == nil || reg.hosts.sbx.PoolSize() == 0 {
+	if reg.hosts.sbx == nil || reg.hosts.sbx.PoolSize() == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -541,3 +541,22 @@ func TestSandboxPoolLimits(t *testing.T) {
 	assert.Equal(t, StatusCompleted, ok.Details.Status, ok.Text())
 	assert.Contains(t, ok.Text(), "fine")
 }
+
+// TestSandboxPoolSize: Sandbox.Pool sets how many sandboxes wait
+// started (zero: 2), and a negative value turns the pool off, so every
+// call starts its sandbox cold.
+func TestSandboxPoolSize(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	for _, c := range []struct{ pool, want int }{{0, 2}, {3, 3}, {-1, 0}} {
+		reg := newSandboxRegistry(t, Config{Workdir: t.TempDir()}, Sandbox{Pool: c.pool})
+		require.Equal(t, c.want, reg.hosts.sbx.PoolSize(), "Pool %d", c.pool)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		require.NoError(t, reg.hosts.sbx.AwaitPool(ctx))
+		cancel()
+		assert.Len(t, reg.hosts.sbx.PoolPids(), c.want, "Pool %d: sandboxes waiting", c.pool)
+		res := mustExec(t, reg.Scope("a"), &ExecRequest{Command: "echo ran"})
+		assert.Contains(t, res.Text(), "ran")
+		assert.Equal(t, min(c.want, 1), reg.hosts.sbx.PoolTaken(), "Pool %d: the call took a waiting sandbox, if any", c.pool)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync/atomic"
 
 	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/host/local"
@@ -19,6 +20,8 @@ type Host struct {
 	local *local.Host
 	plan  *Plan
 	pool  *Pool[*warmSandbox] // sandboxes started ahead (pool_host.go); nil: off
+
+	closed atomic.Bool // Close ran: the pool serves nothing more
 }
 
 var (
@@ -42,7 +45,10 @@ func NewHost(l *local.Host, plan *Plan, poolSize int) *Host {
 // Close ends the pool: it stops the refill and ends every sandbox not
 // taken (sessions already started are theirs). Call it after every
 // session ended and before the local host closes. Idempotent.
-func (h *Host) Close() { h.pool.Close() }
+func (h *Host) Close() {
+	h.closed.Store(true)
+	h.pool.Close()
+}
 
 // PoolReady is how many sandboxes the pool holds ready now; 0 without a
 // pool. For tests and diagnostics.
@@ -52,11 +58,11 @@ func (h *Host) PoolReady() int { return h.pool.Ready() }
 // tests and diagnostics.
 func (h *Host) PoolTaken() int { return h.pool.Taken() }
 
-// AwaitPool waits until the pool is full (nil at once without a pool),
-// until ctx ends (its error) or until Close. For tests that count
-// processes or descriptors.
+// AwaitPool waits until the pool is full (nil at once without a pool or
+// after Close), until ctx ends (its error) or until a Close meanwhile
+// ([context.Canceled]). For tests that count processes or descriptors.
 func (h *Host) AwaitPool(ctx context.Context) error {
-	if h.pool == nil {
+	if h.PoolSize() == 0 {
 		return nil
 	}
 	return h.pool.AwaitFull(ctx)

@@ -98,5 +98,11 @@ func (h *Host) PoolPids() []int {
 	return pids
 }
 
-// PoolSize is how many sandboxes the pool keeps ready, 0 without a pool.
-func (h *Host) PoolSize() int { return h.pool.Size() }
+// PoolSize is how many sandboxes the pool keeps ready, 0 without a pool
+// and after Close.
+func (h *Host) PoolSize() int {
+	if h.closed.Load() {
+		return 0
+	}
+	return h.pool.Size()
+}
