@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bufio"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -141,15 +142,21 @@ func TestHostPooledStart(t *testing.T) {
 	assert.Equal(t, 1, h.PoolTaken(), "the start took the pooled sandbox")
 	assert.Equal(t, spare, st.Process.Pid(), "the session's leader is the spare's bwrap")
 	assert.Nil(t, st.Stdin, "no stdin pipe: the command reads /dev/null")
-	assert.Equal(t, "inside", readLine(t, st))
-	assert.Equal(t, "pwd="+dir, readLine(t, st))
-	assert.Equal(t, "tag=t1", readLine(t, st))
-	n, err := strconv.Atoi(readLine(t, st))
+	// One reader for the whole output: readLine's own buffer would keep
+	// what came with its line.
+	f := st.Outputs[0].(*os.File)
+	require.NoError(t, f.SetReadDeadline(time.Now().Add(time.Minute)))
+	out, err := io.ReadAll(f)
+	require.NoError(t, err, "so far %q", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Len(t, lines, 5, "%q", out)
+	assert.Equal(t, []string{"inside", "pwd=" + dir, "tag=t1"}, lines[:3])
+	n, err := strconv.Atoi(lines[3])
 	require.NoError(t, err)
 	// env also lists what the shell exports itself (PWD, and SHLVL or
 	// OLDPWD for some shells): compare with the environment handed over.
 	assert.LessOrEqual(t, n, len(st.Env)+3, "the command's environment is the session's: %v", st.Env)
-	assert.Equal(t, "eof", readLine(t, st))
+	assert.Equal(t, "eof", lines[4], "cat read /dev/null")
 	require.NoError(t, st.Process.AwaitExit())
 	ws, err := st.Process.Reap()
 	require.NoError(t, err)
