@@ -453,6 +453,7 @@ type settings struct {
 	notices     bool                      // ExitNoticesInResults
 	maxCallWait time.Duration             // 0 = no cap
 	sandbox     *sandbox.Plan             // nil: commands run on the gateway
+	sandboxPool int                       // sandboxes started ahead (Sandbox.Pool resolved); 0: none
 	nodes       map[string]sshhost.Config // validated Nodes; nil without any
 	defaultNode string
 	inputWait   time.Duration // InputWaitIdleMs

@@ -21,6 +21,7 @@ type hostSet struct {
 	machine   *local.Host      // this machine's host, which the set owns (see close)
 	gateway   host.Host        // machine, as the tool layer sees it
 	sandbox   host.Host        // nil without Config.Sandbox
+	sbx       *sandbox.Host    // the bubblewrap sandbox host, nil without Config.Sandbox (see closeSandboxPool)
 	nodes     nodeHosts        // nil without nodes
 	nodeNames []string         // the configured nodes, sorted
 	defNode   string           // the default node's name, "" for none
@@ -42,9 +43,19 @@ type nodeHosts interface {
 func newHostSet(r *Registry, m *local.Host, pods PodHosts, docker *dockerhost.Host) hostSet {
 	hs := hostSet{kind: r.cfg.host, machine: m, gateway: m, nodes: r.nodes, nodeNames: nodeNames(r.cfg.nodes), defNode: r.cfg.defaultNode, pods: pods, docker: docker}
 	if p := r.cfg.sandbox; p != nil {
-		hs.sandbox = sandbox.NewHost(m, p)
+		hs.sbx = sandbox.NewHost(m, p, r.cfg.sandboxPool)
+		hs.sandbox = hs.sbx
 	}
 	return hs
+}
+
+// closeSandboxPool ends the sandbox host's pool of sandboxes started
+// ahead of time; Close calls it once every session ended, so no exec
+// call can take one, and before this machine's host closes.
+func (hs *hostSet) closeSandboxPool() {
+	if hs.sbx != nil {
+		hs.sbx.Close()
+	}
 }
 
 // sweep retries what this machine's host could not release (a session
@@ -69,6 +80,7 @@ func (hs *hostSet) closeRemote() {
 // close stops this machine's host (its spawner thread, watchdogs and
 // cgroups) once every session ended, and the remote hosts.
 func (hs *hostSet) close() {
+	hs.closeSandboxPool()
 	hs.closeRemote()
 	hs.machine.Close()
 }

@@ -63,6 +63,8 @@ func runHelper(args []string) int {
 		return helperSyscalls()
 	case "unix-connect":
 		return helperUnixConnect(rest[0])
+	case "sandbox-host-pooled":
+		return helperSandboxHostPooled(rest[0])
 	case "sandbox-host":
 		return helperSandboxHost(rest[0])
 	case "hang":
@@ -230,6 +232,7 @@ func newTestRegistry(t *testing.T, cfg Config) *Registry {
 		defer cancel()
 		require.NoError(t, reg.Close(ctx))
 	})
+	settlePool(t, reg) // the test starts with the sandbox pool's processes in place, if it has one
 	return reg
 }
 

@@ -157,6 +157,7 @@ func resolveRegistry(cfg Config) (settings, []string, error) {
 		if st.sandbox, err = sandbox.New(sandboxConfig(cfg.Sandbox), st.workdir, defaultWorkdir); err != nil {
 			return st, nil, err
 		}
+		st.sandboxPool = cfg.Sandbox.poolSize()
 	}
 	return st, rules, nil
 }
@@ -244,7 +245,8 @@ func (r *Registry) Close(ctx context.Context) error {
 	r.mu.Unlock()
 
 	err := r.endAll(ctx, running)
-	r.hosts.closeRemote() // every remote session has ended: its connections go
+	r.hosts.closeSandboxPool() // no exec call can take a pooled sandbox now
+	r.hosts.closeRemote()      // every remote session has ended: its connections go
 	close(r.stop)
 	r.goroutines.Wait()
 	// Only now stop the gateway host's spawner: its thread's exit sends

@@ -89,6 +89,28 @@ type Sandbox struct {
 	// /bin, /sbin, /lib, /lib32, /lib64 and /etc (read-only), plus the
 	// paths above, instead of the whole root file system. Default false.
 	MinimalRoot bool
+	// Pool is how many sandboxes are kept started ahead of time, each set
+	// up (namespaces, mounts, seccomp filter) in the default workdir and
+	// waiting for a command, so that a call does not wait for bubblewrap
+	// to start. Each serves one session and is replaced in the
+	// background; nothing carries over from one session to another. Zero
+	// means the default, 2; a negative value turns the pool off (every
+	// call starts its sandbox then). Unit: sandboxes. See docs/sandbox.md.
+	Pool int
+}
+
+// defaultSandboxPool is the pool size Sandbox.Pool zero stands for.
+const defaultSandboxPool = sandbox.DefaultPoolSize
+
+// poolSize is the number of sandboxes sb keeps started ahead; 0: none.
+func (sb *Sandbox) poolSize() int {
+	switch {
+	case sb.Pool < 0:
+		return 0
+	case sb.Pool == 0:
+		return defaultSandboxPool
+	}
+	return sb.Pool
 }
 
 // sandboxConfig is sb as package sandbox takes it.

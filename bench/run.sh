@@ -67,6 +67,8 @@ ingest-pty      ^BenchmarkIngestPTY$        3x    1x
 idle-sessions   ^BenchmarkIdleSessions$     1x    1x
 busy-host       ^BenchmarkBusyHost$         20x   3x
 latency         ^BenchmarkLatency$          300x  10x
+sandbox-paired  ^BenchmarkSandboxExecPaired$ 40x  5x
+sandbox-burst   ^BenchmarkSandboxBurst$     20x   2x
 '
 echo "$figures" | while read -r name pattern benchtime quicktime; do
 	[ -n "$name" ] || continue

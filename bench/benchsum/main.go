@@ -50,6 +50,7 @@ var figures = []figure{
 	{"foreground exec p50 vs os/exec into bytes.Buffers, process group", "BenchmarkExec/pgroup", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 1.05, ""},
 	{"foreground exec host CPU, process group", "BenchmarkExec/pgroup", "cpu-ns/op", "base-cpu-ns/op", "cpu-ratio", "<=", 1.2, ""},
 	{"foreground exec p50, process group, concurrent callers", "BenchmarkExecConcurrent", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 1.1, "callers"},
+	{"sandboxed exec p50 from the pool vs a gateway exec, alternating", "BenchmarkSandboxExecPaired", "p50-ns", "base-p50-ns", "p50-ratio", "<=", 1.5, ""},
 	{"empty poll, n host processes, vs a log of 10 lines (target: ns/op ≤ 50 µs and B/op ≤ 4 KB, absolute)", "BenchmarkBusyHost/poll", "ns/op", "base-ns/op", "ratio", "", 0, "host-procs"},
 	{"list of 10 sessions, n host processes, vs a log of 10 lines (no target)", "BenchmarkBusyHost/list", "ns/op", "base-ns/op", "ratio", "", 0, "host-procs"},
 	{"a fresh resource view vs the old scan of every /proc/<pid>/stat (no target)", "BenchmarkBusyHost/read", "p50-ns", "base-p50-ns", "p50-ratio", "", 0, "host-procs"},

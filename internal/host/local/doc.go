@@ -33,7 +33,11 @@
 // [Host.StartWrapped] starts a command inside a program that runs it for
 // us (bubblewrap, for package sandbox): the wrapper is the process group's
 // leader, reports a command killed by signal n as exit code 128+n, passes
-// no signals on, and nothing outlives it.
+// no signals on, and nothing outlives it. [Host.StartHeld] starts such a
+// wrapper ahead of its session (package sandbox's pool of warm
+// sandboxes), contained as a cold start would be, at that time; a later
+// StartWrapped hands it the session's command through [Wrap.Take], or it
+// is ended with [Held.Discard].
 //
 // Everything here needs Linux; elsewhere New returns an error wrapping
 // [errors.ErrUnsupported]. A Host is safe for concurrent use.

@@ -185,6 +185,15 @@ type Wrap struct {
 	Env func(env []string) []string
 	// Hint is the Started's hint (see host.Started.Hint).
 	Hint string
+	// Take, when set, is offered the command before a cold start: argv
+	// is the shell's argv and env its environment (after Env), stdin
+	// whether the session writes to the command's stdin (else it reads
+	// /dev/null), keepState whether the shell writes its state to fd 4
+	// (else fd 4 is closed). It returns a command of [Host.StartHeld]
+	// it handed all that to, which the session then owns, or nil to
+	// start cold. A terminal session, or a command long enough to be
+	// handed over as a script, is never offered.
+	Take func(argv, env []string, stdin, keepState bool) *Held
 }
 
 // StartWrapped starts spec inside w's wrapper. The wrapper is the process
@@ -200,6 +209,12 @@ func (h *Host) StartWrapped(spec *host.Spec, w *Wrap) (*host.Started, error) {
 	ls.wrap = w
 	if w.Env != nil {
 		ls.env = w.Env(ls.env)
+	}
+	if w.Take != nil && !ls.pty && ls.script == "" {
+		argv := append([]string{ls.path}, ls.args[1:]...)
+		if held := w.Take(argv, ls.env, ls.stdinPipe, ls.stateFile != nil); held != nil {
+			return held.started(ls, w.Hint), nil
+		}
 	}
 	return h.start(ls, spec, w.Hint)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync/atomic"
 
 	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/host/local"
@@ -12,11 +13,15 @@ import (
 // Host runs commands on this machine inside bubblewrap: a fresh sandbox
 // per command, started by the local host it wraps (which contains it in
 // a cgroup or process group like any local command), in a workdir the
-// plan exposes. It implements [host.Host], [host.Placer] and
-// [host.Preparer]. Safe for concurrent use.
+// plan exposes, or a sandbox of its pool (see [NewHost]). It implements
+// [host.Host], [host.Placer] and [host.Preparer]. Safe for concurrent
+// use.
 type Host struct {
 	local *local.Host
 	plan  *Plan
+	pool  *Pool[*warmSandbox] // sandboxes started ahead (pool_host.go); nil: off
+
+	closed atomic.Bool // Close ran: the pool serves nothing more
 }
 
 var (
@@ -26,9 +31,41 @@ var (
 )
 
 // NewHost returns the sandbox host of plan, starting its commands through
-// l. l stays the caller's: it is closed by whoever made it.
-func NewHost(l *local.Host, plan *Plan) *Host {
-	return &Host{local: l, plan: plan}
+// l, with a pool of poolSize sandboxes started ahead of time (see [Pool]
+// and [Warm]; DefaultPoolSize is the registry's default, below 1 none).
+// The pool starts filling at once. Call Close once no session can start
+// any more, before l closes. l stays the caller's: it is closed by
+// whoever made it.
+func NewHost(l *local.Host, plan *Plan, poolSize int) *Host {
+	h := &Host{local: l, plan: plan}
+	h.pool = newHostPool(h, poolSize)
+	return h
+}
+
+// Close ends the pool: it stops the refill and ends every sandbox not
+// taken (sessions already started are theirs). Call it after every
+// session ended and before the local host closes. Idempotent.
+func (h *Host) Close() {
+	h.closed.Store(true)
+	h.pool.Close()
+}
+
+// PoolReady is how many sandboxes the pool holds ready now; 0 without a
+// pool. For tests and diagnostics.
+func (h *Host) PoolReady() int { return h.pool.Ready() }
+
+// PoolTaken is how many sandboxes of the pool sessions have taken. For
+// tests and diagnostics.
+func (h *Host) PoolTaken() int { return h.pool.Taken() }
+
+// AwaitPool waits until the pool is full (nil at once without a pool or
+// after Close), until ctx ends (its error) or until a Close meanwhile
+// ([context.Canceled]). For tests that count processes or descriptors.
+func (h *Host) AwaitPool(ctx context.Context) error {
+	if h.PoolSize() == 0 {
+		return nil
+	}
+	return h.pool.AwaitFull(ctx)
 }
 
 // Name is "sandbox".
@@ -73,5 +110,6 @@ func (h *Host) Start(_ context.Context, spec *host.Spec) (*host.Started, error) 
 		},
 		Env:  func(env []string) []string { return h.plan.Environ(env, pl.real, pl.readOnly) },
 		Hint: h.plan.ReadOnlyHint(spec.Dir, pl.readOnly),
+		Take: h.take(pl),
 	})
 }

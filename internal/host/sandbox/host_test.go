@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bufio"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -35,7 +36,7 @@ func sandboxHost(t *testing.T, dir string) (*Host, *local.Host) {
 	l, err := local.New(local.Options{Shell: "sh"})
 	require.NoError(t, err)
 	t.Cleanup(l.Close)
-	return NewHost(l, plan), l
+	return NewHost(l, plan, 0), l
 }
 
 // readLine reads one line of st's stdout, within a minute.
@@ -104,4 +105,93 @@ func TestHostRefusesAWorkdirOutside(t *testing.T) {
 	assert.NotEmpty(t, h.Prepare(spec))
 	_, err := h.Start(context.Background(), spec)
 	assert.Error(t, err)
+}
+
+// pooledHost is sandboxHost with a pool of size sandboxes, full; the
+// host is closed before the local host.
+func pooledHost(t *testing.T, dir string, size int) (*Host, *local.Host) {
+	t.Helper()
+	cold, l := sandboxHost(t, dir)
+	h := NewHost(l, cold.plan, size)
+	t.Cleanup(h.Close) // runs before l.Close
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, h.AwaitPool(ctx), "the pool fills")
+	require.Len(t, h.PoolPids(), size)
+	return h, l
+}
+
+// A session that takes a sandbox of the pool runs in it as in a cold one:
+// inside bubblewrap's pid namespace, in the workdir, with exactly the
+// session's environment (nothing of the stub's), stdin from /dev/null
+// when the session does not write to it; the pool then refills.
+func TestHostPooledStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h, _ := pooledHost(t, dir, 1)
+	spare := h.PoolPids()[0]
+	self := "/proc/" + strconv.Itoa(os.Getpid())
+	spec := &host.Spec{
+		Command: "test -d " + self + " && echo on-host || echo inside; echo pwd=$PWD; echo tag=$POOL_TAG; env | grep -c . ; cat; echo eof",
+		Dir:     dir,
+		Env:     host.Env{Carried: []string{"PATH=/usr/bin:/bin"}, Added: []string{"POOL_TAG=t1"}},
+	}
+	require.Empty(t, h.Prepare(spec))
+	st, err := h.Start(context.Background(), spec)
+	require.NoError(t, err)
+	assert.Equal(t, 1, h.PoolTaken(), "the start took the pooled sandbox")
+	assert.Equal(t, spare, st.Process.Pid(), "the session's leader is the spare's bwrap")
+	assert.Nil(t, st.Stdin, "no stdin pipe: the command reads /dev/null")
+	// One reader for the whole output: readLine's own buffer would keep
+	// what came with its line.
+	f := st.Outputs[0].(*os.File)
+	require.NoError(t, f.SetReadDeadline(time.Now().Add(time.Minute)))
+	out, err := io.ReadAll(f)
+	require.NoError(t, err, "so far %q", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Len(t, lines, 5, "%q", out)
+	assert.Equal(t, []string{"inside", "pwd=" + dir, "tag=t1"}, lines[:3])
+	n, err := strconv.Atoi(lines[3])
+	require.NoError(t, err)
+	// env also lists what the shell exports itself (PWD, and SHLVL or
+	// OLDPWD for some shells): compare with the environment handed over.
+	assert.LessOrEqual(t, n, len(st.Env)+3, "the command's environment is the session's: %v", st.Env)
+	assert.Equal(t, "eof", lines[4], "cat read /dev/null")
+	require.NoError(t, st.Process.AwaitExit())
+	ws, err := st.Process.Reap()
+	require.NoError(t, err)
+	assert.True(t, ws.Exited() && ws.ExitStatus() == 0, "%v", ws)
+	assert.NoError(t, st.Process.Release())
+	for _, r := range st.Outputs {
+		require.NoError(t, r.(*os.File).Close())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, h.AwaitPool(ctx), "the pool refills")
+	assert.NotEqual(t, spare, h.PoolPids()[0], "a new sandbox replaced the one taken")
+}
+
+// Close ends the sandboxes waiting in the pool (reaped: no process of
+// theirs is left), and a later start runs cold.
+func TestHostCloseEndsThePool(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h, _ := pooledHost(t, dir, 2)
+	pids := h.PoolPids()
+	h.Close()
+	assert.Zero(t, h.PoolReady())
+	for _, pid := range pids {
+		// The bwrap leaders were reaped by Close: signal 0 finds none
+		// (their pids could be reused only by a later process, which
+		// would not be ours to worry about here; ESRCH is what Close
+		// leaves at once).
+		assert.ErrorIs(t, unix.Kill(pid, 0), unix.ESRCH, "bwrap %d of the pool outlived Close", pid)
+	}
+	spec := &host.Spec{Command: "echo cold", Dir: dir}
+	require.Empty(t, h.Prepare(spec))
+	st, err := h.Start(context.Background(), spec)
+	require.NoError(t, err)
+	assert.Equal(t, "cold", readLine(t, st))
+	assert.Zero(t, h.PoolTaken(), "a closed pool serves nothing")
+	end(t, st)
 }

@@ -4,7 +4,9 @@
 // exposes, and builds the bwrap command line, its mounts (directories
 // opened without following links and bound by descriptor) and its
 // seccomp filter. Starting the process is the local host's job; this
-// package only says what to run. See docs/sandbox.md for the design.
+// package only says what to run. It also keeps a pool of sandboxes
+// started ahead of time (Pool, Warm), each used by one session. See
+// docs/sandbox.md for the design.
 package sandbox
 
 import (

@@ -301,31 +301,38 @@ func seccompFile(prog []byte) (*os.File, error) {
 // opened, which the caller closes after the start (bwrap has closed its
 // copies by the time the command runs).
 func (p *Plan) Command(argv []string, dir string, dirReadOnly, pty bool, extra []*os.File) (path string, args []string, files, owned []*os.File, err error) {
+	path, args, files, owned, _, err = p.command(argv, dir, dirReadOnly, pty, extra, p.hook)
+	return path, args, files, owned, err
+}
+
+// command is Command, calling hook at each stage; it also returns the
+// mounts it binds.
+func (p *Plan) command(argv []string, dir string, dirReadOnly, pty bool, extra []*os.File, hook func(string)) (path string, args []string, files, owned []*os.File, ops []mountOp, err error) {
 	// bwrap would report a shell it cannot run as the command's exit
 	// code 1; the same check up front makes it the spawn error it is.
 	if err := unix.Access(argv[0], unix.X_OK); err != nil {
-		return "", nil, nil, nil, &os.PathError{Op: "fork/exec", Path: argv[0], Err: err}
+		return "", nil, nil, nil, nil, &os.PathError{Op: "fork/exec", Path: argv[0], Err: err}
 	}
-	p.hook(StageChecked)
-	ops := p.mounts(dir, dirReadOnly)
+	hook(StageChecked)
+	ops = p.mounts(dir, dirReadOnly)
 	owned, err = openBinds(ops)
 	if err != nil {
-		return "", nil, nil, nil, err
+		return "", nil, nil, nil, nil, err
 	}
 	f, err := seccompFile(p.seccomp)
 	if err != nil {
 		for _, b := range owned {
 			_ = b.Close() // Best effort: only looked at.
 		}
-		return "", nil, nil, nil, fmt.Errorf("sandbox seccomp filter: %w", err)
+		return "", nil, nil, nil, nil, fmt.Errorf("sandbox seccomp filter: %w", err)
 	}
 	owned = append(owned, f)
-	p.hook(StageOpened)
+	hook(StageOpened)
 	files = append(slices.Clip(extra), owned...)
 	bindFD := 3 + len(extra)
 	a := p.argv(dir, ops, bindFD, 2+len(files), pty)
 	a = append(a, argv...)
-	return p.bwrap, a, files, owned, nil
+	return p.bwrap, a, files, owned, ops, nil
 }
 
 // The stages of a sandboxed spawn a test hook runs at (see
