@@ -98,7 +98,7 @@ func ContractHost(t *testing.T, name string) func(*testing.T) *Registry {
 			if os.Getenv("CI") == "true" {
 				t.Fatal("BGEXEC_TEST_DOCKER_HOST and BGEXEC_TEST_DOCKER_IMAGE are unset: run .ci/dockerd start (CI must test the Docker host)")
 			}
-			t.Skip("no test Docker daemon: eval \"$(.ci/dockerd start)\" to test the Docker host")
+			t.Skip("no test Docker daemon: eval \"$(BGEXEC_DOCKERD_OWNER=$$ .ci/dockerd start)\" to test the Docker host")
 		}
 		return func(t *testing.T) *Registry {
 			return newTestRegistry(t, Config{Host: "docker", Docker: &Docker{Host: daemon, Image: image}})

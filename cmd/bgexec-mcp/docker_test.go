@@ -128,7 +128,7 @@ func testDockerDaemon(t *testing.T) (daemon, image string) {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("BGEXEC_TEST_DOCKER_HOST and BGEXEC_TEST_DOCKER_IMAGE are unset: run .ci/dockerd start (CI must test the Docker host)")
 		}
-		t.Skip("no test Docker daemon: eval \"$(.ci/dockerd start)\" to test the Docker host")
+		t.Skip("no test Docker daemon: eval \"$(BGEXEC_DOCKERD_OWNER=$$ .ci/dockerd start)\" to test the Docker host")
 	}
 	return daemon, image
 }

@@ -27,7 +27,7 @@ func testDaemon(t testing.TB) (daemon, image string) {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s and %s are unset: run .ci/dockerd start (CI must test the Docker host)", daemonEnv, imageEnv)
 		}
-		t.Skipf("%s and %s are unset: eval \"$(.ci/dockerd start)\" to test the Docker host", daemonEnv, imageEnv)
+		t.Skipf("%s and %s are unset: eval \"$(BGEXEC_DOCKERD_OWNER=$$ .ci/dockerd start)\" to test the Docker host", daemonEnv, imageEnv)
 	}
 	return daemon, image
 }
