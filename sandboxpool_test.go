@@ -159,7 +159,8 @@ func TestSandboxPoolSessionsAreIsolated(t *testing.T) {
 	tag := newTag(t)
 	// The first session: a file in /tmp, a process that stays, a secret.
 	first := startBackground(t, sc, &ExecRequest{
-		Command: "echo secret > /tmp/pool-" + tag + "; (exec -a pool-sleeper-" + tag + " sleep 600) & echo \"started $(ls /proc | grep -c '^[0-9]')\"; wait",
+		// A shell whose command line names the sleeper (dash has no exec -a).
+		Command: "echo secret > /tmp/pool-" + tag + "; sh -c 'sleep 600; : pool-sleeper-" + tag + "' & echo \"started $(ls /proc | grep -c '^[0-9]')\"; wait",
 		Env:     map[string]string{"POOL_SECRET": tag},
 	})
 	waitFor(t, sc, first, `started [0-9]+`)
