@@ -14,10 +14,11 @@ import (
 
 // hostSet is the registry's hosts, chosen once by NewRegistry from
 // Config.Host: the gateway always (an elevated call runs there), the
-// sandbox with Config.Sandbox, the nodes with host "node", the pods with
-// Config.Kubernetes. An exec call only picks one of them (pick).
+// sandbox with Config.Sandbox, the nodes with host "node", the Docker
+// host with Config.Docker, the pods with Config.Kubernetes. An exec call
+// only picks one of them (pick).
 type hostSet struct {
-	kind      string           // Config.Host as resolved: gateway, sandbox, node or kubernetes
+	kind      string           // Config.Host as resolved: gateway, sandbox, node, docker or kubernetes
 	machine   *local.Host      // this machine's host, which the set owns (see close)
 	gateway   host.Host        // machine, as the tool layer sees it
 	sandbox   host.Host        // nil without Config.Sandbox
@@ -63,8 +64,8 @@ func (hs *hostSet) closeSandboxPool() {
 // again, 0 for not before something else wakes the sweeper.
 func (hs *hostSet) sweep() time.Duration { return hs.machine.Sweep() }
 
-// closeRemote ends the node connections and the pods' execs, and so
-// every remote session.
+// closeRemote ends the node connections, the pods' execs and the Docker
+// host's containers, and so every session that runs off this machine.
 func (hs *hostSet) closeRemote() {
 	if hs.nodes != nil {
 		hs.nodes.Close()
