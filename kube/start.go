@@ -78,29 +78,9 @@ func (h *Host) start(ctx context.Context, spec *host.Spec) (*host.Started, strin
 }
 
 // podEnv is what the wrapper applies over the container's environment,
-// in order (see Start): an entry without "=" unsets its name.
-func podEnv(env host.Env) []string {
-	out := slices.Clone(env.Carried)
-	for _, d := range env.Defaults {
-		k, _, _ := strings.Cut(d, "=")
-		if _, ok := env.Overrides[k]; !ok {
-			out = append(out, d)
-		}
-	}
-	keys := make([]string, 0, len(env.Overrides))
-	for k := range env.Overrides {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		out = append(out, k+"="+env.Overrides[k])
-	}
-	out = append(out, env.Forced...)
-	if len(env.Added) > 0 {
-		out = host.SetEnv(out, env.Added)
-	}
-	return out
-}
+// in order (see Start): spec's layers (host.Env.Layered), where an entry
+// without "=" unsets its name.
+func podEnv(env host.Env) []string { return env.Layered() }
 
 // executor is an exec of url: WebSocket first (the API server's v5
 // protocol), SPDY when the server refuses the WebSocket upgrade.

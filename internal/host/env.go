@@ -20,6 +20,34 @@ func SetEnv(env, extra []string) []string {
 	return append(out, extra...)
 }
 
+// Layered returns e's layers as KEY=value entries to apply, in order,
+// over a base environment the host keeps (a node's login environment, a
+// container's): Carried, the Defaults whose keys neither Carried nor
+// Overrides has, the Overrides sorted by key, then Forced and Added, each
+// of those two replacing the earlier entries of its keys. Carried's bare
+// KEY names, which a node unsets, are kept.
+func (e Env) Layered() []string {
+	out := slices.Clone(e.Carried)
+	for _, d := range e.Defaults {
+		k, _, _ := strings.Cut(d, "=")
+		_, overridden := e.Overrides[k]
+		carried := slices.ContainsFunc(e.Carried, func(c string) bool { return c == k || strings.HasPrefix(c, k+"=") })
+		if !overridden && !carried {
+			out = append(out, d)
+		}
+	}
+	keys := make([]string, 0, len(e.Overrides))
+	for k := range e.Overrides {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+e.Overrides[k])
+	}
+	out = SetEnv(out, e.Forced)
+	return SetEnv(out, e.Added)
+}
+
 // PortNames returns ":3000"-style names of the distinct ports of a list
 // sorted by port, in order.
 func PortNames(ports []Listener) []string {

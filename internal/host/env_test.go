@@ -24,3 +24,23 @@ func TestMiddleTruncate(t *testing.T) {
 		}
 	}
 }
+
+func TestLayered(t *testing.T) {
+	e := Env{
+		Carried:   []string{"A=carried", "GONE", "B=carried"},
+		Defaults:  []string{"B=default", "C=default", "TERM=dumb"},
+		Overrides: map[string]string{"C": "override", "Z": "z", "D": "d"},
+		Forced:    []string{"A=forced"},
+		Added:     []string{"TRACEPARENT=t", "D=added"},
+	}
+	// B is carried, so its default does not apply; A's forced entry
+	// replaces the carried one.
+	want := []string{"GONE", "B=carried", "TERM=dumb", "C=override", "Z=z", "A=forced", "TRACEPARENT=t", "D=added"}
+	got := e.Layered()
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("Layered() = %q, want %q", got, want)
+	}
+	if len(e.Carried) != 3 || e.Carried[0] != "A=carried" {
+		t.Errorf("Layered changed Carried: %q", e.Carried)
+	}
+}

@@ -299,31 +299,9 @@ func (h *Host) Close() error {
 	return nil
 }
 
-// execEnv is what the exec adds over the container's environment, in
-// order (each later entry of a key wins): spec's carried KEY=value
-// entries, the Defaults whose keys the caller does not override, the
-// Overrides (sorted), the Forced entries, then the Added ones.
+// execEnv is what the exec adds over the container's environment: spec's
+// layers (host.Env.Layered) without the carried bare names, which an
+// exec's environment cannot unset.
 func execEnv(env host.Env) []string {
-	var out []string
-	for _, e := range env.Carried {
-		if strings.Contains(e, "=") {
-			out = append(out, e)
-		}
-	}
-	for _, d := range env.Defaults {
-		k, _, _ := strings.Cut(d, "=")
-		if _, ok := env.Overrides[k]; !ok {
-			out = append(out, d)
-		}
-	}
-	keys := make([]string, 0, len(env.Overrides))
-	for k := range env.Overrides {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		out = append(out, k+"="+env.Overrides[k])
-	}
-	out = host.SetEnv(out, env.Forced)
-	return host.SetEnv(out, env.Added)
+	return slices.DeleteFunc(env.Layered(), func(e string) bool { return !strings.Contains(e, "=") })
 }
