@@ -42,8 +42,11 @@
 // the connection and end of file half-closes it (CloseWrite), so output
 // keeps coming. With a terminal the connection is the terminal: the
 // started process is a [host.Resizer] (the exec resize API). Daemons
-// before API 1.42 ignore an exec's initial console size, so for them the
-// command starts with stty setting it.
+// before API 1.42 ignore an exec's initial console size: for them the
+// host sizes the terminal with a resize once the exec runs, and the
+// command first waits (at most five seconds) until its terminal has a
+// size. A resize made right after the start therefore sticks, which
+// setting the size with stty from inside the command would race.
 //
 // The session's readers must read the outputs to their end (the session
 // engine does): the end of the stream is how the host learns that the

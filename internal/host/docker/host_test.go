@@ -186,6 +186,23 @@ func TestPTYAndResize(t *testing.T) {
 	require.NoError(t, st.Process.Release())
 }
 
+// A resize made at once after the start sticks: the terminal's first size
+// must not land after it and undo it.
+func TestResizeRightAfterStart(t *testing.T) {
+	h := newTestHost(t, Config{})
+	for range 5 {
+		st := start(t, h, &host.Spec{Command: "read x; stty size", PTY: true, Cols: 80, Rows: 24})
+		require.NoError(t, st.Process.(host.Resizer).Resize(101, 37))
+		_, err := st.Stdin.Write([]byte("\r"))
+		require.NoError(t, err)
+		out := readAll(t, st)
+		assert.Contains(t, out[0], "37 101\r\n")
+		_, err = awaitExit(t, st.Process)
+		require.NoError(t, err)
+		require.NoError(t, st.Process.Release())
+	}
+}
+
 // processes lists the processes of a container but its init and the
 // listing itself, as "pid args" lines.
 func (p *process) processes(t *testing.T) []string {

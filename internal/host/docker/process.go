@@ -69,11 +69,32 @@ func (h *Host) startExec(ctx context.Context, cid string, spec *host.Spec, dir s
 	p.pid = h.execPid(ctx, ex.ID)
 	st := &host.Started{Process: p}
 	if spec.PTY {
+		if h.sizeAfterStart() {
+			if err := p.Resize(spec.Cols, spec.Rows); err != nil {
+				_ = att.Conn.Close() // ends the exec's terminal; the command sees a hangup
+				return nil, fmt.Errorf("docker host: size the exec's terminal: %w", err)
+			}
+		}
 		st.Outputs = []io.Reader{&ttyOutput{r: att.Reader, p: p}}
 		st.Stdin = &stdin{conn: att.Conn, pty: true}
 		return st, nil
 	}
 	return h.splitStreams(p, st, att, spec.StdinPipe)
+}
+
+// awaitSize, put before a terminal command, waits until the terminal has a
+// size, for at most about five seconds. A terminal without one reads as
+// "0 0" to coreutils' stty and as an error to busybox's. Where stty is
+// missing it does not wait.
+const awaitSize = `if command -v stty >/dev/null 2>&1; then bgexec_n=0; while [ $bgexec_n -lt 500 ]; do ` +
+	`case $(stty size 2>/dev/null) in ""|"0 0") sleep 0.01 2>/dev/null || { sleep 1; bgexec_n=$((bgexec_n+99)); }; bgexec_n=$((bgexec_n+1));; *) break;; esac; ` +
+	`done; unset bgexec_n; fi; `
+
+// sizeAfterStart reports whether the daemon ignores an exec's initial
+// console size (API before 1.42), so the host sizes the terminal with a
+// resize once the exec runs.
+func (h *Host) sizeAfterStart() bool {
+	return versions.LessThan(h.api.ClientVersion(), "1.42")
 }
 
 // execOptions is the exec of spec in dir: the shell with the command, its
@@ -86,11 +107,14 @@ func (h *Host) execOptions(spec *host.Spec, dir string) client.ExecCreateOptions
 	}
 	if spec.PTY {
 		opts.ConsoleSize = client.ConsoleSize{Height: uint(spec.Rows), Width: uint(spec.Cols)}
-		if versions.LessThan(h.api.ClientVersion(), "1.42") {
-			// Daemons before API 1.42 ignore the console size; resizing after
-			// the start would race the command's first look at its size.
+		if h.sizeAfterStart() {
+			// Daemons before API 1.42 ignore the console size: startExec
+			// sizes the terminal once the exec runs, and the command waits
+			// for a size so its first look sees one. Setting the size from
+			// inside (stty) would race a resize made right after the start
+			// and could undo it.
 			opts.ConsoleSize = client.ConsoleSize{}
-			opts.Cmd[2] = fmt.Sprintf("stty cols %d rows %d 2>/dev/null; %s", spec.Cols, spec.Rows, spec.Command)
+			opts.Cmd[2] = awaitSize + spec.Command
 		}
 	}
 	return opts
