@@ -38,35 +38,39 @@ var escaperKinds = []string{"setsid", "setpgid", "double"}
 // escaperWays are the ends the escaper test applies (natural exit too).
 var escaperWays = []endWay{endExit3, endKill, endTimeout, endRemove, endClose}
 
+// It runs beside other tests (each mode has its own registry, and its
+// processes carry its own tag); the modes run beside each other too, as
+// each waits out a 12 s timeout.
 func TestContainmentEscapers(t *testing.T) {
+	t.Parallel()
 	skipInSandboxSuite(t, "the test reads pids the command printed, which are those of its pid namespace")
 	haveCgroups := cgroupsAvailable(t)
 	type tally struct {
 		survivors, total int
 	}
-	summary := map[string]map[string]tally{} // mode → kind → tally
 	for _, mode := range []struct {
 		name string
 		c    Containment
 	}{{"auto", ContainmentAuto}, {"off", ContainmentOff}} {
 		t.Run("with containment "+mode.name+" every escaper is accounted for", func(t *testing.T) {
+			t.Parallel()
 			if mode.c == ContainmentAuto && !haveCgroups {
 				t.Skip("cgroup v2 containment is not available here")
 			}
 			res := runEscapers(t, mode.c)
-			summary[mode.name] = map[string]tally{}
+			summary := map[string]tally{} // kind → tally
 			for _, r := range res {
 				for kind, alive := range r.survived {
-					tl := summary[mode.name][kind]
+					tl := summary[kind]
 					tl.total++
 					if alive {
 						tl.survivors++
 					}
-					summary[mode.name][kind] = tl
+					summary[kind] = tl
 				}
 			}
 			for _, kind := range escaperKinds {
-				tl := summary[mode.name][kind]
+				tl := summary[kind]
 				t.Logf("containment %s: %-7s survivors %d of %d", mode.name, kind, tl.survivors, tl.total)
 			}
 			for _, r := range res {
@@ -74,14 +78,14 @@ func TestContainmentEscapers(t *testing.T) {
 			}
 			if mode.c == ContainmentAuto {
 				for _, kind := range escaperKinds {
-					assert.Zero(t, summary[mode.name][kind].survivors, "no %s escaper survives with cgroups", kind)
+					assert.Zero(t, summary[kind].survivors, "no %s escaper survives with cgroups", kind)
 				}
 			} else {
 				// Without cgroups only the process group is signalled: the
 				// double fork stays in it, setsid and setpgid leave it.
-				assert.Zero(t, summary[mode.name]["double"].survivors, "a double fork stays in the group")
-				assert.Positive(t, summary[mode.name]["setsid"].survivors, "setsid escapes the process group")
-				assert.Positive(t, summary[mode.name]["setpgid"].survivors, "setpgid escapes the process group")
+				assert.Zero(t, summary["double"].survivors, "a double fork stays in the group")
+				assert.Positive(t, summary["setsid"].survivors, "setsid escapes the process group")
+				assert.Positive(t, summary["setpgid"].survivors, "setpgid escapes the process group")
 			}
 		})
 	}
@@ -237,8 +241,11 @@ func runEscapers(t *testing.T, c Containment) []escaperResult {
 	// Clean up the survivors ourselves and prove nothing is left.
 	deadline := time.Now().Add(10 * time.Second)
 	out := make([]escaperResult, 0, len(runs))
+	ours := map[int]bool{} // this test's processes: other tests have children too
 	for _, r := range runs {
+		ours[r.s.Pid()] = true
 		for kind, w := range r.watches {
+			ours[w.pid] = true
 			w.kill()
 			assert.True(t, w.goneBy(deadline), "%s escaper %d ends on SIGKILL", kind, w.pid)
 			w.close()
@@ -246,7 +253,13 @@ func runEscapers(t *testing.T, c Containment) []escaperResult {
 		out = append(out, r.escaperResult)
 	}
 	assert.Empty(t, taggedProcesses(t, tag), "no tagged process is left")
-	assert.Empty(t, children(t), "no child process is left")
+	var left []int
+	for _, pid := range children(t) {
+		if ours[pid] {
+			left = append(left, pid)
+		}
+	}
+	assert.Empty(t, left, "no child process (not even a zombie) is left")
 	return out
 }
 

@@ -28,6 +28,7 @@ func padded(t *testing.T, n int, tail string) string {
 // behaviour as -c, no descriptor leaked) is tested in
 // internal/host/local.
 func TestCommandsOfAnyLength(t *testing.T) {
+	t.Parallel()
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 
