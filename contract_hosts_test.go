@@ -1,6 +1,7 @@
 package bgexec_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -23,7 +24,27 @@ func TestContractOnEveryHost(t *testing.T) {
 	for _, name := range []string{"gateway", "sandbox", "node", "docker"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			contracttest.Run(t, contracttest.Host{Name: name, New: bgexec.ContractHost(t, name), Workdir: wd})
+			contracttest.Run(t, contracttest.Host{Name: name, New: bgexec.ContractHost(t, name), Workdir: wd, Listen: contractListener(t, name)})
 		})
+	}
+}
+
+// contractListener is a command of host name that listens on a TCP port:
+// busybox's nc in the Docker test image, the system's python3 elsewhere
+// (one under /usr, which the sandbox shows, rather than one under a
+// home directory, which it hides).
+func contractListener(t *testing.T, name string) func(port int) string {
+	if name == "docker" {
+		return func(port int) string { return fmt.Sprintf("echo listening; exec nc -l -p %d", port) }
+	}
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("python3 is needed for the listening-port test: %v", err)
+		}
+		return nil // the test skips
+	}
+	return func(port int) string {
+		return fmt.Sprintf(`%s -c 'import socket, time; s = socket.socket(); s.bind(("127.0.0.1", %d)); s.listen(); print("listening", flush=True); time.sleep(600)'`, py, port)
 	}
 }

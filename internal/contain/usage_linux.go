@@ -3,11 +3,9 @@
 package contain
 
 import (
-	"cmp"
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -140,10 +138,7 @@ func listeners(scan *host.Scan, pids []int) []host.Listener {
 			out = append(out, l)
 		}
 	}
-	slices.SortFunc(out, func(a, b host.Listener) int {
-		return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address))
-	})
-	return slices.Compact(out)
+	return host.SortListeners(out)
 }
 
 // fdTargets reads where the open descriptors of pid point ("socket:[123]",

@@ -37,6 +37,10 @@ type Host struct {
 	// starts its processes on this machine: in a sandbox, behind a
 	// loopback sshd, in a container, behind a loopback kubelet server).
 	Count func(marker string) int
+	// Listen, when not nil, is a command that listens on TCP port (any
+	// address of the host) until it is killed. It runs the resources test,
+	// for a host that reports listening ports; nil skips it.
+	Listen func(port int) string
 }
 
 // waitFor is how long any one step may take: long, for a loaded machine.
@@ -63,6 +67,7 @@ func Run(t *testing.T, h Host) {
 		{"kill ends every process of the session", kill},
 		{"a terminal is resized", terminal},
 		{"workdir and environment reach the command", workdirEnv},
+		{"a listening port shows in poll and is closed by kill", listening},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -226,4 +231,32 @@ func workdirEnv(t *testing.T, h Host) {
 	require.Equal(t, bgexec.StatusCompleted, res.Details.Status, res.Text())
 	assert.Contains(t, res.Text(), h.Workdir+"\n")
 	assert.Contains(t, res.Text(), "v=it arrived")
+}
+
+func listening(t *testing.T, h Host) {
+	if h.Listen == nil {
+		t.Skip("the host does not report listening ports")
+	}
+	sc := h.New(t).Scope("contract")
+	port := 20000 + rand.IntN(20000)
+	res := exec(t, sc, &bgexec.ExecRequest{Command: h.Listen(port), Background: true})
+	require.Equal(t, bgexec.StatusRunning, res.Details.Status, res.Text())
+	id := res.Details.SessionID
+	var poll *bgexec.Result
+	deadline := time.Now().Add(waitFor)
+	for {
+		poll = process(t, sc, &bgexec.ProcessRequest{Action: "poll", SessionID: id})
+		if r := poll.Details.Resources; r != nil && len(r.Ports) > 0 || poll.Details.Status != bgexec.StatusRunning || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Equal(t, bgexec.StatusRunning, poll.Details.Status, poll.Text())
+	require.NotNil(t, poll.Details.Resources, "poll reports the session's resources")
+	require.Len(t, poll.Details.Resources.Ports, 1, "ports %+v", poll.Details.Resources.Ports)
+	assert.Equal(t, port, poll.Details.Resources.Ports[0].Port)
+	kill := process(t, sc, &bgexec.ProcessRequest{Action: "kill", SessionID: id})
+	assert.Contains(t, kill.Text(), fmt.Sprintf("Its listening port :%d is closed.", port))
+	end := waitEnd(t, sc, id)
+	assert.Equal(t, bgexec.StatusFailed, end.Details.Status, end.Text())
 }

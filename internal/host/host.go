@@ -19,8 +19,10 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"io"
+	"slices"
 
 	"github.com/bgexec/bgexec/internal/session"
 )
@@ -218,4 +220,13 @@ type Usage struct {
 type Listener struct {
 	Port    int
 	Address string
+}
+
+// SortListeners sorts ls by port, then address, and drops repeats (one
+// socket found through two processes), as [Usage.Ports] holds them.
+func SortListeners(ls []Listener) []Listener {
+	slices.SortFunc(ls, func(a, b Listener) int {
+		return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address))
+	})
+	return slices.Compact(ls)
 }

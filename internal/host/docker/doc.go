@@ -23,7 +23,9 @@
 //     container's memory cgroup (memory.events on cgroup v2,
 //     memory.oom_control on v1);
 //   - resources (CPU time, memory without page cache, processes) are the
-//     container's stats, which are the session's;
+//     container's stats, and its listening ports those of the container's
+//     network namespace (its /proc/net/tcp and tcp6, read by an exec),
+//     which are all the session's;
 //   - nothing outlives the session: Release removes the container, and
 //     Close removes every container the host made (they carry the label
 //     [Label] with the host's own id).

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -16,10 +18,13 @@ import (
 // a fresh one is asked for.
 const ResourceTTL = time.Second
 
-// Usage reads the session's container from the daemon's stats (one
-// sample): its CPU time, its memory without the page cache, and its
-// processes but the idle init. Listening ports are not read (nil). It
-// returns nil when the daemon cannot be asked.
+// Usage reads the session's container: from the daemon's stats (one
+// sample) its CPU time, its memory without the page cache, and its
+// processes but the idle init; and, from the container's /proc/net/tcp
+// and tcp6 (an exec), its listening TCP sockets, which are all the
+// session's, as the container is. The two reads go on at once. It returns
+// nil when the daemon cannot be asked; a table that cannot be read leaves
+// Ports empty.
 func (p *process) Usage(_ *host.Scan, fresh bool, note func(ports []string)) *host.Usage {
 	p.resMu.Lock()
 	defer p.resMu.Unlock()
@@ -27,6 +32,26 @@ func (p *process) Usage(_ *host.Scan, fresh bool, note func(ports []string)) *ho
 		u := *p.resView
 		return &u
 	}
+	var ports []host.Listener
+	var wg sync.WaitGroup
+	wg.Go(func() { ports = p.listeners() })
+	u := p.stats()
+	wg.Wait()
+	if u == nil {
+		return nil
+	}
+	u.Ports = ports
+	p.resView, p.resAt = u, time.Now()
+	if note != nil {
+		note(host.PortNames(u.Ports))
+	}
+	c := *u
+	return &c
+}
+
+// stats reads the container's CPU time, memory and tasks from one sample
+// of the daemon's stats; nil when the daemon cannot be asked.
+func (p *process) stats() *host.Usage {
 	ctx, cancel := context.WithTimeout(context.Background(), p.h.cfg.APITimeout)
 	defer cancel()
 	res, err := p.h.api.ContainerStats(ctx, p.cid, client.ContainerStatsOptions{})
@@ -46,17 +71,29 @@ func (p *process) Usage(_ *host.Scan, fresh bool, note func(ports []string)) *ho
 			break
 		}
 	}
-	u := &host.Usage{
+	return &host.Usage{
 		CPUMs:       int64(st.CPUStats.CPUUsage.TotalUsage / 1e6),
 		MemoryBytes: mem,
 		Tasks:       max(int(st.PidsStats.Current)-1, 0),
 	}
-	p.resView, p.resAt = u, time.Now()
-	if note != nil {
-		note(nil)
+}
+
+// listeners reads the listening TCP sockets of the container's network
+// namespace, sorted; empty (not nil) when none or when the tables cannot
+// be read. The addresses are decoded in this machine's byte order, which
+// is the daemon's unless it runs on another architecture.
+func (p *process) listeners() []host.Listener {
+	out, _, err := p.h.run(p.cid, "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; exit 0")
+	ls := []host.Listener{}
+	if err != nil {
+		return ls
 	}
-	c := *u
-	return &c
+	t := map[uint64]host.Listener{}
+	contain.ParseListeners(string(out), t)
+	for _, l := range t {
+		ls = append(ls, l)
+	}
+	return host.SortListeners(ls)
 }
 
 // PortOpen reports whether a process in the session's container listens

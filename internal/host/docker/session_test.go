@@ -111,6 +111,32 @@ func TestPortOpenInsideTheContainer(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return p.PortOpen(t.Context(), 4321) }, deadline, 100*time.Millisecond)
 	assert.False(t, p.PortOpen(t.Context(), 4322))
+
+	// The resource view lists the socket, and tells the session its ports.
+	var noted []string
+	u := p.Usage(nil, true, func(ports []string) { noted = ports })
+	require.NotNil(t, u)
+	require.Len(t, u.Ports, 1, "ports %+v", u.Ports)
+	assert.Equal(t, 4321, u.Ports[0].Port)
+	assert.Contains(t, []string{"0.0.0.0", "::"}, u.Ports[0].Address)
+	assert.Equal(t, []string{":4321"}, noted)
+}
+
+func TestNoPortsWhenNothingListens(t *testing.T) {
+	h := newTestHost(t, Config{})
+	st := start(t, h, &host.Spec{Command: "sleep 1000"})
+	p := st.Process.(*process)
+	defer func() {
+		require.NoError(t, p.SignalGroup(syscall.SIGKILL))
+		readAll(t, st)
+		_, _ = awaitExit(t, p)
+		require.NoError(t, p.Release())
+	}()
+	noted := []string{"not called"}
+	u := p.Usage(nil, true, func(ports []string) { noted = ports })
+	require.NotNil(t, u)
+	assert.Empty(t, u.Ports)
+	assert.Empty(t, noted)
 }
 
 // A daemon killed with SIGKILL while a session runs ends it lost, with a

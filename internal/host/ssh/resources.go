@@ -1,7 +1,6 @@
 package sshhost
 
 import (
-	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,10 +177,7 @@ func (rd *nodeRead) usage(g int, listening map[uint64]host.Listener) *host.Usage
 	r.CPUMs = ticks * 1000 / rd.hz
 	r.MemoryBytes = pages * rd.page
 	r.Tasks = len(members)
-	slices.SortFunc(r.Ports, func(a, b host.Listener) int {
-		return cmp.Or(cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address))
-	})
-	r.Ports = slices.Compact(r.Ports)
+	r.Ports = host.SortListeners(r.Ports)
 	return r
 }
 
