@@ -3,6 +3,7 @@ package bgexec_test
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/bgexec/bgexec"
@@ -21,7 +22,7 @@ func TestContractOnEveryHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"gateway", "sandbox", "node", "docker"} {
+	for _, name := range []string{"gateway", "sandbox", "node", "docker", "docker-scope"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			contracttest.Run(t, contracttest.Host{Name: name, New: bgexec.ContractHost(t, name), Workdir: wd, Listen: contractListener(t, name)})
@@ -34,7 +35,7 @@ func TestContractOnEveryHost(t *testing.T) {
 // (one under /usr, which the sandbox shows, rather than one under a
 // home directory, which it hides).
 func contractListener(t *testing.T, name string) func(port int) string {
-	if name == "docker" {
+	if strings.HasPrefix(name, "docker") {
 		return func(port int) string { return fmt.Sprintf("echo listening; exec nc -l -p %d", port) }
 	}
 	py := "/usr/bin/python3"

@@ -47,6 +47,16 @@ type Docker struct {
 	// CPUs caps each session's CPU time in CPUs (1.5 is one and a half
 	// cores). Zero means no cap.
 	CPUs float64
+	// PerScope runs the sessions of one scope (one agent) in one
+	// container, made at the scope's first session and kept until Close,
+	// so files a command leaves outside the mounts are there for the
+	// scope's next command. The caps above are then the scope's, and no
+	// spare is kept. Each session's processes carry a tag in their
+	// environment (BGEXEC_SESSION), which kill, timeout and the session's
+	// end follow; a process that drops it leaves their reach, though not
+	// Close's. False (the default) gives each session a container of its
+	// own, which nothing leaves.
+	PerScope bool
 	// NoSpare turns off the container kept ready for the next session.
 	NoSpare bool
 	// APITimeout bounds each call to the daemon that no exec call bounds
@@ -71,7 +81,7 @@ type DockerMount struct {
 func (d *Docker) hostConfig(workspace string) dockerhost.Config {
 	c := dockerhost.Config{
 		Daemon: d.Host, Image: d.Image, Shell: d.Shell, Network: d.Network, User: d.User,
-		MemoryBytes: d.MemoryBytes, Pids: d.Pids, CPUs: d.CPUs, NoSpare: d.NoSpare, APITimeout: d.APITimeout,
+		MemoryBytes: d.MemoryBytes, Pids: d.Pids, CPUs: d.CPUs, NoSpare: d.NoSpare, PerScope: d.PerScope, APITimeout: d.APITimeout,
 	}
 	if d.Mounts == nil {
 		c.Mounts = []dockerhost.Mount{{Source: workspace, Target: workspace}}

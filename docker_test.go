@@ -5,6 +5,7 @@ import (
 
 	dockerhost "github.com/bgexec/bgexec/internal/host/docker"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestDockerHostConfig(t *testing.T) {
@@ -29,4 +30,16 @@ func TestDockerHostConfig(t *testing.T) {
 		d := Docker{Image: "img", Mounts: []DockerMount{}}
 		assert.Empty(t, d.hostConfig("/srv/ws").Mounts)
 	})
+}
+
+// With PerScope, an agent's commands share its container, and another
+// agent's do not see it.
+func TestDockerPerScopeThroughTheTools(t *testing.T) {
+	t.Parallel()
+	reg := ContractHost(t, "docker-scope")(t)
+	a, b := reg.Scope("agent:a"), reg.Scope("agent:b")
+	res := mustExec(t, a, &ExecRequest{Command: "echo mine >/tmp/note"})
+	require.Equal(t, StatusCompleted, res.Details.Status, res.Text())
+	assert.Equal(t, "mine", mustExec(t, a, &ExecRequest{Command: "cat /tmp/note"}).Text(), "the agent's next command sees its file")
+	assert.Equal(t, "none", mustExec(t, b, &ExecRequest{Command: "cat /tmp/note 2>/dev/null || echo none"}).Text(), "another agent's container does not have it")
 }

@@ -79,8 +79,9 @@ func pidfdOf(s *session.Session) *os.File {
 }
 
 // ContractHost returns how contract_hosts_test.go builds a registry on
-// host name ("gateway", "sandbox", "node" or "docker"); a node's sshd is started
-// once, for t.
+// host name ("gateway", "sandbox", "node", "docker" or "docker-scope", the
+// Docker host with a container per scope); a node's sshd is started once,
+// for t.
 func ContractHost(t *testing.T, name string) func(*testing.T) *Registry {
 	switch name {
 	case "gateway":
@@ -91,7 +92,7 @@ func ContractHost(t *testing.T, name string) func(*testing.T) *Registry {
 	case "node":
 		d := startSSHD(t)
 		return func(t *testing.T) *Registry { return nodeRegistry(t, d, Config{}, nil) }
-	case "docker":
+	case "docker", "docker-scope":
 		// .ci/dockerd starts a private daemon and exports these.
 		daemon, image := os.Getenv("BGEXEC_TEST_DOCKER_HOST"), os.Getenv("BGEXEC_TEST_DOCKER_IMAGE")
 		if daemon == "" || image == "" {
@@ -101,7 +102,7 @@ func ContractHost(t *testing.T, name string) func(*testing.T) *Registry {
 			t.Skip("no test Docker daemon: eval \"$(BGEXEC_DOCKERD_OWNER=$$ .ci/dockerd start)\" to test the Docker host")
 		}
 		return func(t *testing.T) *Registry {
-			return newTestRegistry(t, Config{Host: "docker", Docker: &Docker{Host: daemon, Image: image}})
+			return newTestRegistry(t, Config{Host: "docker", Docker: &Docker{Host: daemon, Image: image, PerScope: name == "docker-scope"}})
 		}
 	}
 	t.Fatalf("no contract host %q", name)

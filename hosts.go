@@ -113,7 +113,7 @@ func (hs *hostSet) pick(req *ExecRequest, scope string) (picked, string) {
 		return picked{host: hs.pods.ScopeHost(scope), remote: true}, ""
 	}
 	if hs.kind == "docker" && !req.Elevated {
-		return picked{host: hs.docker}, ""
+		return picked{host: hs.docker.ForScope(scope)}, ""
 	}
 	if hs.sandbox != nil && !req.Elevated {
 		return picked{host: hs.sandbox}, ""

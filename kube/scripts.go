@@ -46,7 +46,7 @@ const wrapper = `s=$1; dd=$2; r=$3; c=$4; k=$5; shift 5; ` +
 	`p=$PWD; { [ -n "$p" ] && [ "$p" -ef . ]; } || p=$(pwd); ` +
 	`printf '\037bgexec1 %s %s %s %s\n' "$$" "$g" "$w" "$p" >&2; ` +
 	`trap : INT QUIT TERM; "$s" -c "$c"; x=$?; unset -v ` + tagKey + `; ` +
-	`i=0; l=0; while t=$(grep -lF "` + tagKey + `=$k" /proc/[0-9]*/environ 2>/dev/null); [ -n "$t" ]; do ` +
+	`i=0; l=0; while t=$(grep -la "` + tagKey + `=$k" /proc/[0-9]*/environ 2>/dev/null); [ -n "$t" ]; do ` +
 	`for f in $t; do f=${f#/proc/}; kill -s KILL "${f%/environ}" 2>/dev/null; done; ` +
 	`i=$((i+1)); if [ $i -gt 50 ]; then l=1; break; fi; sleep 0.1; done; ` +
 	`printf '\037bgexec-end %s %s %s\n' "$k" "$x" "$l" >&2; exit $x`
@@ -55,9 +55,11 @@ const wrapper = `s=$1; dd=$2; r=$3; c=$4; k=$5; shift 5; ` +
 // every live process carrying the session's tag, one a line (zombies,
 // whose environment reads empty, are not listed). The control script's
 // own processes do not carry it: the tag is in their arguments, never in
-// their environment.
+// their environment. Every tag search here is a regular expression, not
+// grep -F: busybox's -F (alpine and busybox images) stops at the first
+// NUL byte of an environment or command line, and tags are hex.
 func taggedFunc(tag string) string {
-	return "tagged() { grep -lF " + tagKey + "=" + tag + " /proc/[0-9]*/environ 2>/dev/null | while read -r f; do f=${f#/proc/}; echo \"${f%/environ}\"; done; }; "
+	return "tagged() { grep -la " + tagKey + "=" + tag + " /proc/[0-9]*/environ 2>/dev/null | while read -r f; do f=${f#/proc/}; echo \"${f%/environ}\"; done; }; "
 }
 
 // signalScript sends sig (a name without SIG) to every process carrying
@@ -77,7 +79,7 @@ func signalScript(sig, tag string) string {
 func endScript(pid int, tag string) string {
 	p := strconv.Itoa(pid)
 	return taggedFunc(tag) +
-		"a=0; if grep -qF " + tag + " /proc/" + p + "/cmdline 2>/dev/null; then a=1; kill -s KILL " + p + " 2>/dev/null; fi; " +
+		"a=0; if grep -qa " + tag + " /proc/" + p + "/cmdline 2>/dev/null; then a=1; kill -s KILL " + p + " 2>/dev/null; fi; " +
 		"i=0; l=0; while t=$(tagged); [ -n \"$t\" ]; do " +
 		"for q in $t; do kill -s KILL \"$q\" 2>/dev/null; done; " +
 		"i=$((i+1)); if [ $i -gt 50 ]; then l=1; break; fi; sleep 0.1; done; " +

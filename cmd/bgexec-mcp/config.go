@@ -95,6 +95,7 @@ type dockerConfig struct {
 	Pids        int64         `json:"pids"`
 	CPUs        float64       `json:"cpus"`
 	NoSpare     bool          `json:"noSpare"`
+	PerScope    bool          `json:"perScope"`
 	Mounts      []dockerMount `json:"mounts"`
 }
 
@@ -107,7 +108,7 @@ type dockerMount struct {
 // set reports whether any key of the Docker host is given.
 func (d *dockerConfig) set() bool {
 	return d.Host != "" || d.Image != "" || d.Shell != "" || d.Network || d.User != "" ||
-		d.MemoryBytes != 0 || d.Pids != 0 || d.CPUs != 0 || d.NoSpare || d.Mounts != nil
+		d.MemoryBytes != 0 || d.Pids != 0 || d.CPUs != 0 || d.NoSpare || d.PerScope || d.Mounts != nil
 }
 
 type limitsConfig struct {
@@ -519,7 +520,7 @@ func (c *fileConfig) dockerHost(cfg *bgexec.Config) error {
 	}
 	cfg.Docker = &bgexec.Docker{
 		Host: d.Host, Image: d.Image, Shell: d.Shell, Network: d.Network, User: d.User,
-		MemoryBytes: d.MemoryBytes, Pids: d.Pids, CPUs: d.CPUs, NoSpare: d.NoSpare,
+		MemoryBytes: d.MemoryBytes, Pids: d.Pids, CPUs: d.CPUs, NoSpare: d.NoSpare, PerScope: d.PerScope,
 	}
 	for _, m := range d.Mounts {
 		cfg.Docker.Mounts = append(cfg.Docker.Mounts, bgexec.DockerMount{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})

@@ -30,6 +30,7 @@ func TestConfigDocker(t *testing.T) {
     "pids": 128,
     "cpus": 1.5,
     "noSpare": true,
+    "perScope": true,
     "mounts": [{"source": "`+dir+`"}, {"source": "/srv/cache", "target": "/cache", "readOnly": true}]
   }
 }`)
@@ -37,7 +38,7 @@ func TestConfigDocker(t *testing.T) {
 	require.NoError(t, err)
 	want := &bgexec.Docker{
 		Host: "unix:///run/other.sock", Image: "busybox:1.36", Shell: "/bin/ash", Network: true, User: "1000:1000",
-		MemoryBytes: 256 << 20, Pids: 128, CPUs: 1.5, NoSpare: true,
+		MemoryBytes: 256 << 20, Pids: 128, CPUs: 1.5, NoSpare: true, PerScope: true,
 		Mounts: []bgexec.DockerMount{{Source: dir}, {Source: "/srv/cache", Target: "/cache", ReadOnly: true}},
 	}
 	assert.Equal(t, want, st.opts.cfg.Docker)

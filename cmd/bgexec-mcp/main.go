@@ -35,7 +35,8 @@
 // container of that image, on the daemon at -docker-host (key
 // docker.host), with -docker-network, -docker-user, -docker-memory-bytes,
 // -docker-pids and -docker-cpus, and the file's keys docker.shell,
-// docker.noSpare and docker.mounts ([{"source", "target", "readOnly"}];
+// docker.noSpare, docker.perScope (one container per MCP session rather
+// than per command) and docker.mounts ([{"source", "target", "readOnly"}];
 // by default the workdir alone, read-write). Without -workdir the
 // workdir is then the server's own directory, not the client's root: the
 // containers' mount is fixed before a client names its roots. The daemon

@@ -44,6 +44,13 @@ type Config struct {
 	// CPUs caps each session's container CPU time, in CPUs (1.5 is one
 	// and a half cores); 0 means no cap.
 	CPUs float64
+	// PerScope runs the sessions of one scope in one container (see
+	// [Host.ForScope]), made at the scope's first session and kept until
+	// Close: files a command leaves outside the mounts are there for the
+	// scope's next session. The caps above are then the scope's, shared
+	// by its sessions, and the spare is not made. False (the default)
+	// gives each session a container of its own.
+	PerScope bool
 	// NoSpare turns off the spare container: by default the host keeps
 	// one started container ready for the next session, made in the
 	// background after each Start, so a session does not wait for a

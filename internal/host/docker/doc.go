@@ -11,8 +11,9 @@
 // [host.Spec] in a container of its own: the container's init is the
 // image's shell reading a stdin that never ends, and the command runs as
 // an exec in it ([Shell, "-c", command]). A container per session, rather
-// than one per scope, is the default and the only mode, because it makes
-// the contract hold without trusting the command:
+// than one per scope ([Config.PerScope], see [Host.ForScope] and scope.go),
+// is the default, because it makes the contract hold without trusting the
+// command:
 //
 //   - kill, timeout and Close reach every process of the session, including
 //     ones that left its process group or session (setsid, double forks,

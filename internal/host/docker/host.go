@@ -40,6 +40,7 @@ type Host struct {
 	live       map[*process]struct{} // pipe sessions not yet released
 	spare      string                // a started container no session has used, "" for none
 	filled     chan struct{}         // non-nil while a spare is being made; closed when it is done
+	scopes     map[string]*scopeBox  // PerScope: each scope's container
 }
 
 // New returns a host for the daemon and containers cfg describes. It does
@@ -56,7 +57,7 @@ func New(cfg Config) (*Host, error) {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return &Host{cfg: c, api: api, id: hex.EncodeToString(b[:]), containers: map[string]struct{}{}, live: map[*process]struct{}{}}, nil
+	return &Host{cfg: c, api: api, id: hex.EncodeToString(b[:]), containers: map[string]struct{}{}, live: map[*process]struct{}{}, scopes: map[string]*scopeBox{}}, nil
 }
 
 // Name is "docker".
@@ -103,7 +104,7 @@ func (h *Host) Start(ctx context.Context, spec *host.Spec) (*host.Started, error
 		}
 	}
 	h.refillSpare()
-	st, err := h.startExec(ctx, cid, spec, dir)
+	st, err := h.startExec(ctx, cid, spec, dir, "")
 	if err != nil {
 		h.removeContainer(cid) // best effort: Close tries again
 		return nil, err
@@ -189,7 +190,7 @@ func (h *Host) takeSpare(ctx context.Context) (string, error) {
 // its container itself and reports the error.
 func (h *Host) refillSpare() {
 	h.mu.Lock()
-	skip := h.cfg.NoSpare || h.closed || h.filled != nil || h.spare != ""
+	skip := h.cfg.NoSpare || h.cfg.PerScope || h.closed || h.filled != nil || h.spare != ""
 	var filled chan struct{}
 	if !skip {
 		filled = make(chan struct{})

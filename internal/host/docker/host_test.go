@@ -114,11 +114,7 @@ func awaitExit(t *testing.T, p session.Process) (syscall.WaitStatus, error) {
 
 func start(t *testing.T, h *Host, spec *host.Spec) *host.Started {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	st, err := h.Start(ctx, spec)
-	require.NoError(t, err)
-	return st
+	return startOn(t, h, spec)
 }
 
 func TestExitCodesAndSeparateStreams(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +27,7 @@ import (
 type process struct {
 	h      *Host
 	cid    string // the session's container
+	tag    string // PerScope: the tag its processes carry ("" with a container of its own)
 	execID string
 	pid    int      // the exec's pid as the daemon's machine sees it
 	conn   net.Conn // the hijacked attach stream
@@ -47,6 +47,7 @@ type process struct {
 	gotExit  bool
 	sent     map[syscall.Signal]bool // signals the host sent the session
 	oomKills int                     // the container's OOM kills, -1 when unread
+	oomBase  int                     // PerScope: the container's OOM kills when the session started
 	reaped   bool
 	released bool
 	// killedAfterExit: a SIGKILL reached every process of the container
@@ -54,9 +55,13 @@ type process struct {
 	killedAfterExit bool
 }
 
-// startExec runs spec in container cid, in dir, on hijacked streams.
-func (h *Host) startExec(ctx context.Context, cid string, spec *host.Spec, dir string) (*host.Started, error) {
+// startExec runs spec in container cid, in dir, on hijacked streams. A
+// non-empty tag goes into the command's environment (see [tagKey]).
+func (h *Host) startExec(ctx context.Context, cid string, spec *host.Spec, dir, tag string) (*host.Started, error) {
 	opts := h.execOptions(spec, dir)
+	if tag != "" {
+		opts.Env = append(opts.Env, tagKey+"="+tag)
+	}
 	ex, err := h.api.ExecCreate(ctx, cid, opts)
 	if err != nil {
 		return nil, fmt.Errorf("docker host: create the exec: %w", err)
@@ -65,7 +70,7 @@ func (h *Host) startExec(ctx context.Context, cid string, spec *host.Spec, dir s
 	if err != nil {
 		return nil, fmt.Errorf("docker host: start the exec: %w", err)
 	}
-	p := &process{h: h, cid: cid, execID: ex.ID, conn: att.Conn, ended: make(chan struct{}), oomKills: -1}
+	p := &process{h: h, cid: cid, tag: tag, execID: ex.ID, conn: att.Conn, ended: make(chan struct{}), oomKills: -1}
 	p.pid = h.execPid(ctx, ex.ID)
 	st := &host.Started{Process: p}
 	if spec.PTY {
@@ -236,8 +241,13 @@ func (p *process) SignalGroup(sig syscall.Signal) error {
 		return fmt.Errorf("signal %d has no name", sig)
 	}
 	// kill -1 reaches every process of the container's pid namespace but
-	// the caller and init; the OOM count is read in the same exec.
-	out, code, err := p.h.run(p.cid, "kill -s "+name+" -1 2>/dev/null; "+oomScript)
+	// the caller and init; in a scope's container, the session's tag
+	// finds its processes. The OOM count is read in the same exec.
+	script := "kill -s " + name + " -1 2>/dev/null; echo gone; "
+	if p.tag != "" {
+		script = killTagged(p.tag, name, sig == syscall.SIGKILL)
+	}
+	out, code, err := p.h.run(p.cid, script+oomScript)
 	if err == nil && code != 0 {
 		err = fmt.Errorf("the signal script exited with code %d", code)
 	}
@@ -247,7 +257,7 @@ func (p *process) SignalGroup(sig syscall.Signal) error {
 	p.noteOOM(out)
 	if sig == syscall.SIGKILL {
 		p.mu.Lock()
-		p.killedAfterExit = p.gotExit
+		p.killedAfterExit = p.gotExit && bytes.Contains(out, []byte("gone\n"))
 		p.mu.Unlock()
 	}
 	return nil
@@ -258,14 +268,10 @@ func (p *process) SignalGroup(sig syscall.Signal) error {
 const oomScript = `for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do [ -r "$f" ] || continue; while read -r k v; do [ "$k" = oom_kill ] && echo "oom $v"; done <"$f"; done; exit 0`
 
 func (p *process) noteOOM(out []byte) {
-	for _, l := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(l, "oom "); ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-				p.mu.Lock()
-				p.oomKills = n
-				p.mu.Unlock()
-			}
-		}
+	if n, ok := parseOOM(out); ok {
+		p.mu.Lock()
+		p.oomKills = n
+		p.mu.Unlock()
 	}
 }
 
@@ -283,7 +289,7 @@ func (p *process) OOMKilled() bool {
 		n = p.oomKills
 		p.mu.Unlock()
 	}
-	return n > 0
+	return n > p.oomBase
 }
 
 // Reap returns the exec's end as a wait status. The engine reports a
@@ -302,7 +308,7 @@ func (p *process) Reap() (syscall.WaitStatus, error) {
 		return 0, errors.New("the Docker daemon gave no exit status")
 	}
 	if sig := syscall.Signal(p.code - 128); p.code > 128 && p.code < 128+65 {
-		if p.sent[sig] || (sig == syscall.SIGKILL && p.oomKills > 0) {
+		if p.sent[sig] || (sig == syscall.SIGKILL && p.oomKills > p.oomBase) {
 			return syscall.WaitStatus(sig), nil
 		}
 	}
@@ -327,6 +333,9 @@ func (p *process) Release() error {
 	delete(p.h.live, p)
 	p.h.mu.Unlock()
 	_ = p.conn.Close() // the engine is done with the streams
+	if p.tag != "" {
+		return p.releaseTagged(dead)
+	}
 	if dead {
 		// Nothing runs in it any more: the removal (a copy-on-write
 		// layer to delete) need not hold up the session's end.

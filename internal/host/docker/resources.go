@@ -10,6 +10,7 @@ import (
 
 	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host"
+	"github.com/bgexec/bgexec/internal/host/procscan"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -18,7 +19,9 @@ import (
 // a fresh one is asked for.
 const ResourceTTL = time.Second
 
-// Usage reads the session's container: from the daemon's stats (one
+// Usage reads, in a scope's container (Config.PerScope), what the
+// session's tagged processes use (see taggedUsage). Otherwise it reads
+// the session's container: from the daemon's stats (one
 // sample) its CPU time, its memory without the page cache, and its
 // processes but the idle init; and, from the container's /proc/net/tcp
 // and tcp6 (an exec), its listening TCP sockets, which are all the
@@ -32,21 +35,48 @@ func (p *process) Usage(_ *host.Scan, fresh bool, note func(ports []string)) *ho
 		u := *p.resView
 		return &u
 	}
-	var ports []host.Listener
-	var wg sync.WaitGroup
-	wg.Go(func() { ports = p.listeners() })
-	u := p.stats()
-	wg.Wait()
+	var u *host.Usage
+	if p.tag != "" {
+		u = p.taggedUsage()
+	} else {
+		var ports []host.Listener
+		var wg sync.WaitGroup
+		wg.Go(func() { ports = p.listeners() })
+		u = p.stats()
+		wg.Wait()
+		if u != nil {
+			u.Ports = ports
+		}
+	}
 	if u == nil {
 		return nil
 	}
-	u.Ports = ports
 	p.resView, p.resAt = u, time.Now()
 	if note != nil {
 		note(host.PortNames(u.Ports))
 	}
 	c := *u
 	return &c
+}
+
+// tagGroup is the group id taggedUsage asks procscan for: no process
+// group has it (pids stay below 2^22), so the group is its tagged
+// processes alone.
+const tagGroup = 1 << 30
+
+// taggedUsage reads, in a scope's container, what the processes carrying
+// the session's tag use, from the container's /proc (procscan): the
+// container's stats are the scope's. nil when it cannot be read.
+func (p *process) taggedUsage() *host.Usage {
+	out, code, err := p.h.run(p.cid, procscan.Script("/proc", tagKey, []int{tagGroup}, []string{p.tag}))
+	if err != nil || code != 0 {
+		return nil
+	}
+	views, ok := procscan.Parse(strings.Split(string(out), "\n"), []int{tagGroup})
+	if !ok {
+		return nil
+	}
+	return views[tagGroup]
 }
 
 // stats reads the container's CPU time, memory and tasks from one sample

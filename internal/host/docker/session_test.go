@@ -23,7 +23,13 @@ import (
 // goroutines.
 func runSession(t *testing.T, h *Host, spec *host.Spec, timeout time.Duration) *session.Session {
 	t.Helper()
-	st := start(t, h, spec)
+	return runSessionOn(t, h, h, spec, timeout)
+}
+
+// runSessionOn is runSession on hh, one of h's scope hosts.
+func runSessionOn(t *testing.T, h *Host, hh host.Host, spec *host.Spec, timeout time.Duration) *session.Session {
+	t.Helper()
+	st := startOn(t, hh, spec)
 	var g sync.WaitGroup
 	s := session.New(session.Options{
 		ID: "t", Command: spec.Command, PTY: spec.PTY, Cols: int(spec.Cols), Rows: int(spec.Rows),

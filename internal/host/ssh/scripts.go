@@ -17,7 +17,7 @@ func oursScript(pg int, tag string) string {
 	return "ours() { e=$(tr \"\\000\" \"\\n\" </proc/" + g + "/environ 2>/dev/null);" +
 		" if [ -n \"$e\" ]; then printf \"%s\\n\" \"$e\" | grep -qx " + kv + "; return; fi;" +
 		" for d in /proc/[0-9]*; do read -r s <\"$d/stat\" 2>/dev/null || continue; s=${s##*)}; set -- $s;" +
-		" [ \"$3\" = " + g + " ] && grep -qaF " + kv + " \"$d/environ\" 2>/dev/null && return 0; done; return 1; }; "
+		" [ \"$3\" = " + g + " ] && grep -qa " + kv + " \"$d/environ\" 2>/dev/null && return 0; done; return 1; }; "
 }
 
 // taggedScript defines tagged, a shell function that prints the pid of
@@ -26,7 +26,7 @@ func oursScript(pg int, tag string) string {
 // its process group (setsid, a double fork) too; zombies, whose environment
 // is gone, are not listed. One grep reads them all.
 func taggedScript(tag string) string {
-	return "tagged() { grep -laF " + nodeTagKey + "=" + tag + " /proc/[0-9]*/environ 2>/dev/null | while read -r f; do f=${f#/proc/}; echo \"${f%/environ}\"; done; }; "
+	return "tagged() { grep -la " + nodeTagKey + "=" + tag + " /proc/[0-9]*/environ 2>/dev/null | while read -r f; do f=${f#/proc/}; echo \"${f%/environ}\"; done; }; "
 }
 
 // signalScript sends sig to process group pg (and the scope) when the
