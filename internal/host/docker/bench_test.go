@@ -36,8 +36,9 @@ func (p *benchPair) report(b *testing.B, n int) {
 	b.ReportMetric(float64(p.host)/float64(p.base), "ratio")
 }
 
-// hostRun runs command on h to its end, discarding its output.
-func hostRun(b *testing.B, h *Host, command string) {
+// hostRun runs command on h (a host or a scope's host) to its end,
+// discarding its output.
+func hostRun(b *testing.B, h host.Host, command string) {
 	st, err := h.Start(context.Background(), &host.Spec{Command: command})
 	if err != nil {
 		b.Fatal(err)
@@ -185,6 +186,42 @@ func BenchmarkDockerHost(b *testing.B) {
 		n := 0
 		for ; b.Loop(); n++ {
 			p.run(n, func() { bareExec(b, api, cid, command) }, func() { hostRun(b, h, command) })
+		}
+		p.report(b, n)
+	})
+}
+
+// BenchmarkDockerPerScope runs `true` in a scope's container (PerScope)
+// beside one bare exec in a running container: both sides are one exec,
+// and the host adds what a session costs there (the tag, the SIGKILL of
+// what is left at the end, which scans the container's /proc). The
+// scope's container is made before the timing. No target.
+func BenchmarkDockerPerScope(b *testing.B) {
+	daemon, image := testDaemon(b)
+	h, err := New(Config{Daemon: daemon, Image: image, PerScope: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := h.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
+	api, err := client.New(client.WithHost(daemon))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer api.Close()
+	cid := bareContainer(b, api, image)
+	defer bareRemove(b, api, cid)
+	sc := h.ForScope("bench")
+	hostRun(b, sc, "true") // makes the scope's container
+	b.Run("true/vs-exec", func(b *testing.B) {
+		b.ReportAllocs()
+		var p benchPair
+		n := 0
+		for ; b.Loop(); n++ {
+			p.run(n, func() { bareExec(b, api, cid, "true") }, func() { hostRun(b, sc, "true") })
 		}
 		p.report(b, n)
 	})
