@@ -74,6 +74,7 @@ func (s *scopeHost) Start(ctx context.Context, spec *host.Spec) (*host.Started, 
 		// session's.
 		out, _, err := s.run(cid, oomScript)
 		if err != nil {
+			s.forgetContainer(cid) // a container that went away is made again next time
 			return nil, fmt.Errorf("docker host: read the OOM count of container %s: %w", shortID(cid), err)
 		}
 		base, _ = parseOOM(out)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/session"
+	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -139,4 +140,30 @@ func TestPerScopeOOMIsTheSessionsThatHitTheCap(t *testing.T) {
 	require.NotNil(t, next.Exit.Code, "exit %+v", next.Exit)
 	assert.Equal(t, 0, *next.Exit.Code)
 	assert.NotEqual(t, session.ReasonOOM, next.Exit.Reason)
+}
+
+// A scope whose container went away (removed behind the host's back) gets
+// a new one: the exec that finds it gone fails, and the next one runs.
+// With a memory cap the first look at the container is the OOM count's.
+func TestPerScopeContainerThatWentAwayIsMadeAgain(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"no cap": {PerScope: true},
+		"a cap":  {PerScope: true, MemoryBytes: 64 << 20},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newTestHost(t, cfg)
+			sc := h.ForScope("a")
+			st := startOn(t, sc, &host.Spec{Command: "exec sleep 1006"})
+			cid := st.Process.(*process).cid
+			endOn(t, st)
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			_, err := h.api.ContainerRemove(ctx, cid, client.ContainerRemoveOptions{Force: true})
+			require.NoError(t, err)
+			_, err = sc.Start(ctx, &host.Spec{Command: "true"})
+			require.Error(t, err, "the exec finds the container gone")
+			assert.Equal(t, "again\n", runOn(t, sc, "echo again"), "the next exec has a new container")
+			assert.Len(t, h.listContainers(t), 1)
+		})
+	}
 }
