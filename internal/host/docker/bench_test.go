@@ -105,6 +105,31 @@ func bareRemove(b *testing.B, api *client.Client, cid string) {
 	}
 }
 
+// benchSetup returns a host of the test daemon with cfg, the engine
+// client alone, and a running container for its bare execs; the
+// benchmark's cleanup closes and removes them.
+func benchSetup(b *testing.B, cfg Config) (h *Host, api *client.Client, cid, image string) {
+	daemon, image := testDaemon(b)
+	cfg.Daemon, cfg.Image = daemon, image
+	h, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := h.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	api, err = client.New(client.WithHost(daemon))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = api.Close() }) // after bareRemove: cleanups run last first
+	cid = bareContainer(b, api, image)
+	b.Cleanup(func() { bareRemove(b, api, cid) })
+	return h, api, cid, image
+}
+
 // BenchmarkDockerHost runs a command through the host (a container per
 // session, an exec in it) beside the engine client doing the same bare:
 //
@@ -118,23 +143,7 @@ func bareRemove(b *testing.B, api *client.Client, cid string) {
 // No targets; "ratio" is the host's time over the base's. Allocations
 // are those of both sides together.
 func BenchmarkDockerHost(b *testing.B) {
-	daemon, image := testDaemon(b)
-	h, err := New(Config{Daemon: daemon, Image: image})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if err := h.Close(); err != nil {
-			b.Error(err)
-		}
-	}()
-	api, err := client.New(client.WithHost(daemon))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer api.Close()
-	cid := bareContainer(b, api, image)
-	defer bareRemove(b, api, cid)
+	h, api, cid, image := benchSetup(b, Config{})
 
 	b.Run("true/vs-exec", func(b *testing.B) {
 		b.ReportAllocs()
@@ -197,23 +206,7 @@ func BenchmarkDockerHost(b *testing.B) {
 // what is left at the end, which scans the container's /proc). The
 // scope's container is made before the timing. No target.
 func BenchmarkDockerPerScope(b *testing.B) {
-	daemon, image := testDaemon(b)
-	h, err := New(Config{Daemon: daemon, Image: image, PerScope: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if err := h.Close(); err != nil {
-			b.Error(err)
-		}
-	}()
-	api, err := client.New(client.WithHost(daemon))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer api.Close()
-	cid := bareContainer(b, api, image)
-	defer bareRemove(b, api, cid)
+	h, api, cid, _ := benchSetup(b, Config{PerScope: true})
 	sc := h.ForScope("bench")
 	hostRun(b, sc, "true") // makes the scope's container
 	b.Run("true/vs-exec", func(b *testing.B) {

@@ -35,7 +35,7 @@ func runOn(t *testing.T, hh host.Host, command string) string {
 	return out[0]
 }
 
-// endOn kills a session of a scope's container and releases it.
+// endOn kills a running session and releases it.
 func endOn(t *testing.T, st *host.Started) {
 	t.Helper()
 	require.NoError(t, st.Process.SignalGroup(syscall.SIGKILL))

@@ -89,12 +89,7 @@ func TestResourcesOfTheSessionsContainer(t *testing.T) {
 	// 8 MiB of memory between them.
 	st := start(t, h, &host.Spec{Command: "setsid sh -c 'while :; do :; done' & x=$(head -c 8388608 /dev/zero | tr '\\0' a); while :; do :; done"})
 	p := st.Process.(*process)
-	defer func() {
-		require.NoError(t, p.SignalGroup(syscall.SIGKILL))
-		readAll(t, st)
-		_, _ = awaitExit(t, p)
-		require.NoError(t, p.Release())
-	}()
+	defer endOn(t, st)
 	var u *host.Usage
 	require.Eventually(t, func() bool {
 		u = p.Usage(nil, true, nil)
@@ -109,12 +104,7 @@ func TestPortOpenInsideTheContainer(t *testing.T) {
 	h := newTestHost(t, Config{})
 	st := start(t, h, &host.Spec{Command: "nc -l -p 4321 & echo listening; sleep 1000"})
 	p := st.Process.(*process)
-	defer func() {
-		require.NoError(t, p.SignalGroup(syscall.SIGKILL))
-		readAll(t, st)
-		_, _ = awaitExit(t, p)
-		require.NoError(t, p.Release())
-	}()
+	defer endOn(t, st)
 	require.Eventually(t, func() bool { return p.PortOpen(t.Context(), 4321) }, deadline, 100*time.Millisecond)
 	assert.False(t, p.PortOpen(t.Context(), 4322))
 
@@ -132,12 +122,7 @@ func TestNoPortsWhenNothingListens(t *testing.T) {
 	h := newTestHost(t, Config{})
 	st := start(t, h, &host.Spec{Command: "sleep 1000"})
 	p := st.Process.(*process)
-	defer func() {
-		require.NoError(t, p.SignalGroup(syscall.SIGKILL))
-		readAll(t, st)
-		_, _ = awaitExit(t, p)
-		require.NoError(t, p.Release())
-	}()
+	defer endOn(t, st)
 	noted := []string{"not called"}
 	u := p.Usage(nil, true, func(ports []string) { noted = ports })
 	require.NotNil(t, u)
