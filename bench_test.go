@@ -957,6 +957,39 @@ func BenchmarkExec(b *testing.B) {
 	})
 }
 
+// BenchmarkRegistryLifetime makes a registry, runs `sh -c true` in the
+// foreground in it and closes it, against, alternating, the same command
+// through os/exec (rawRun): what a registry's start and Close add to one
+// command, as a test suite or a short-lived tool making a registry per
+// job pays it. Once per containment mode; no target. Close tells the
+// watchdog processes that nothing is left (the "q" line), so they exit
+// without their clean-up.
+func BenchmarkRegistryLifetime(b *testing.B) {
+	benchContainment(b, Config{}, func(b *testing.B, _ *Registry) {
+		env := benchEnv(b)
+		cfg := Config{Shell: benchShell, Containment: ContainmentOff}
+		if strings.HasSuffix(b.Name(), "/cgroup") {
+			cfg.Containment = ContainmentRequired
+		}
+		var p benchPair
+		lib := func() {
+			reg, err := NewRegistry(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchExec(b, reg.Scope("bench"), &ExecRequest{Command: "true"}, StatusCompleted)
+			if err := reg.Close(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		base := func() { rawRun(b, env, "true") }
+		for i := 0; b.Loop(); i++ {
+			p.run(i, base, lib)
+		}
+		p.reportTime(b)
+	})
+}
+
 // BenchmarkExecConcurrent is BenchmarkExec with process-group containment
 // (ContainmentOff) and BGEXEC_BENCH_CALLERS (default 100) concurrent
 // callers. An iteration is a round of one call per caller, released at

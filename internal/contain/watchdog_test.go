@@ -124,3 +124,42 @@ func TestWatchdogFreezesBeforeItScans(t *testing.T) {
 	assert.Equal(t, "scan freeze=1 kill=\nend kill=1\n", string(got), "frozen before the one look, killed after it")
 	assert.NoDirExists(t, cg, "the watchdog removed the cgroup")
 }
+
+// At an orderly Close with nothing listed the watchdog only kills what is
+// left in the registry's cgroup and exits: no freeze, no scan, and the
+// cgroup stays for the host to remove. With a group still listed (a
+// Close whose sessions did not all end) it does all of its work: the
+// group is killed. The cgroup here is a directory with the two control
+// files, so the test sees what was written to them.
+func TestWatchdogQuitsAtAnOrderlyClose(t *testing.T) {
+	t.Parallel()
+	t.Run("nothing listed", func(t *testing.T) {
+		t.Parallel()
+		cg := t.TempDir()
+		freeze, kill := filepath.Join(cg, "cgroup.freeze"), filepath.Join(cg, "cgroup.kill")
+		require.NoError(t, os.WriteFile(freeze, nil, 0o600))
+		require.NoError(t, os.WriteFile(kill, nil, 0o600))
+		sleeper := proctest.StartSleeper(t, nil)
+		w, err := StartWatchdog(cg)
+		require.NoError(t, err)
+		w.Watch(sleeper)
+		w.Forget(sleeper)
+		w.Close() // waits for the watchdog processes
+		got, err := os.ReadFile(kill)
+		require.NoError(t, err)
+		assert.Equal(t, "1\n", string(got), "what is left in the cgroup is killed")
+		got, err = os.ReadFile(freeze)
+		require.NoError(t, err)
+		assert.Empty(t, string(got), "no freeze: the full clean-up did not run")
+		assert.True(t, proctest.Untouched(t, sleeper), "a forgotten group is not killed")
+	})
+	t.Run("a group listed", func(t *testing.T) {
+		t.Parallel()
+		sleeper := proctest.StartSleeper(t, nil)
+		w, err := StartWatchdog("")
+		require.NoError(t, err)
+		w.Watch(sleeper)
+		w.Close()
+		assert.True(t, proctest.PidGone(t, sleeper), "the listed group was killed")
+	})
+}
