@@ -3,25 +3,20 @@
 package bgexec
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/host/sandbox"
 	"github.com/bgexec/bgexec/internal/proctest"
+	"github.com/bgexec/bgexec/internal/testhelper"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	"golang.org/x/sys/unix"
 )
 
 // helperEnv marks a re-executed test binary as a helper child.
@@ -40,25 +35,59 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "GORACE:", err)
 		os.Exit(2)
 	}
-	setParallelDefault()
-	goleak.VerifyTestMain(m)
+	// The parallel tests wait on child processes, terminals, sandboxes and
+	// sshd: two per CPU. Four per CPU starved a CPU-bound test on a loaded
+	// machine.
+	proctest.SetParallelPerCPU(2)
+	// The helpers that need no part of bgexec run from a small binary
+	// built once here, not from this race-built binary, which costs about
+	// 0.3 s of CPU to start; the test binaries re-executed by the tests
+	// find it in the environment. Without the go tool every helper runs
+	// from this binary, as before.
+	cleanup := func() {}
+	if os.Getenv(testhelper.BinEnv) == "" {
+		cleanup = buildHelper()
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		cleanup()
+		os.Exit(code)
+	}))
 }
 
-// runHelper implements the helper commands used by the tests.
+// buildHelper builds the helper binary into a temporary directory and
+// names it in the environment. It returns what removes the directory.
+func buildHelper() (cleanup func()) {
+	// Beside the test binary when that is a temporary directory (go test's
+	// own), so that every sandbox that shows the test binary shows the
+	// helper too; else in a temporary directory of its own.
+	parent := ""
+	if self := filepath.Dir(os.Args[0]); sandbox.Within(self, os.TempDir()) {
+		parent = self
+	}
+	dir, err := os.MkdirTemp(parent, "bgexec-test-helper-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test helper:", err)
+		return func() {}
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	bin, err := testhelper.Build(dir)
+	if err == nil {
+		err = os.Setenv(testhelper.BinEnv, bin)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "the helpers run from the test binary:", err)
+	}
+	return cleanup
+}
+
+// runHelper runs a helper command in the re-executed test binary: those
+// that run a registry of their own here, the others through testhelper.
 func runHelper(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "helper: no command")
 		return 2
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
-	case "echo":
-		fmt.Println(strings.Join(rest, " "))
-	case "stderr":
-		fmt.Fprintln(os.Stderr, strings.Join(rest, " "))
-	case "exit":
-		n, _ := strconv.Atoi(rest[0])
-		fmt.Println("exiting", n)
-		return n
 	case "sandbox-syscalls":
 		return helperSyscalls()
 	case "unix-connect":
@@ -67,115 +96,8 @@ func runHelper(args []string) int {
 		return helperSandboxHostPooled(rest[0])
 	case "sandbox-host":
 		return helperSandboxHost(rest[0])
-	case "hang":
-		// Prints ready, then waits to be killed.
-		fmt.Println("ready")
-		select {}
-	case "ignore-term":
-		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
-		fmt.Println("ready")
-		select {}
-	case "trap-exit0":
-		// Exits 0 on SIGTERM, like a server with a graceful shutdown.
-		c := make(chan os.Signal, 1)
-		signal.Notify(c, syscall.SIGTERM)
-		fmt.Println("ready")
-		<-c
-		return 0
-	case "grandchild":
-		// Starts a hanging grandchild in the same process group and prints its pid.
-		c := exec.Command(os.Args[0], "hang")
-		c.Env = os.Environ()
-		if err := c.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		fmt.Println("grandchild", c.Process.Pid)
-		select {}
-	case "lines":
-		n, _ := strconv.Atoi(rest[0])
-		w := bufio.NewWriter(os.Stdout)
-		for i := range n {
-			fmt.Fprintf(w, "line %d\n", i)
-		}
-		_ = w.Flush()
-	case "cat":
-		_, _ = io.Copy(os.Stdout, os.Stdin)
-		fmt.Println("[eof]")
-	case "read-stdin":
-		// Reports whether stdin is at EOF at once.
-		b := make([]byte, 1)
-		n, err := os.Stdin.Read(b)
-		fmt.Printf("read n=%d err=%v\n", n, err)
-	case "no-read":
-		// Never reads stdin.
-		fmt.Println("ready")
-		select {}
-	case "env":
-		for _, k := range rest {
-			v, ok := os.LookupEnv(k)
-			fmt.Printf("%s=%q %v\n", k, v, ok)
-		}
 	case "killed-cgroup-host":
 		return killedCgroupHost(rest[0])
-	case "pieces":
-		// Prints rest[0], waits until a line arrives on stdin, prints rest[1].
-		fmt.Print(rest[0])
-		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-		fmt.Println(rest[1])
-		select {}
-	case "listen":
-		// Opens a TCP port after reading a line from stdin, then prints it.
-		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		fmt.Println("port", l.Addr().(*net.TCPAddr).Port)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return 0
-			}
-			_ = c.Close()
-		}
-	case "print-block":
-		// Writes N bytes of 100-byte text lines from a precomputed 1 MiB
-		// block, so the child costs little next to its reader (benchmarks).
-		n, _ := strconv.ParseInt(rest[0], 10, 64)
-		var sb strings.Builder
-		for i := 0; sb.Len() < 1<<20-100; i++ {
-			fmt.Fprintf(&sb, "%08d %90s\n", i, "build step ok: compiling package and running checks")
-		}
-		block := []byte(sb.String())
-		for n > 0 {
-			k := int(min(n, int64(len(block))))
-			if _, err := os.Stdout.Write(block[:k]); err != nil {
-				return 1
-			}
-			n -= int64(k)
-		}
-	case "stamp-lines":
-		// For each line read on stdin, prints CLOCK_MONOTONIC in ns taken
-		// just before the write (latency benchmarks).
-		in := bufio.NewReader(os.Stdin)
-		for {
-			if _, err := in.ReadString('\n'); err != nil {
-				return 0
-			}
-			var ts unix.Timespec
-			_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-			fmt.Println(ts.Nano())
-		}
-	case "setpgid-sleep":
-		// Leaves the session's process group, reports its pid, then sleeps.
-		if err := syscall.Setpgid(0, 0); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		fmt.Println("setpgid", os.Getpid())
-		time.Sleep(10 * time.Minute)
 	case "exhausted-kill":
 		// Kills a session while this process has no free descriptor.
 		return helperExhaustedKill(rest)
@@ -188,25 +110,26 @@ func runHelper(args []string) int {
 	case "own-registry":
 		// Runs a registry of its own, reports its processes, then blocks.
 		return helperOwnRegistry(rest)
-	case "flood-text":
-		// Prints rest[0] bytes of very long lines mixed with invalid UTF-8.
-		return helperFlood(rest, floodLongBlock(), true)
-	case "flood-controls":
-		// Prints rest[0] bytes of control characters and escape sequences only.
-		return helperFlood(rest, floodControlBlock(), false)
 	case "raw-idle":
 		// The raw side of BenchmarkIdleSessions, in a process of its own.
 		return rawIdleHelper(rest)
 	default:
+		if code, ok := testhelper.Run(cmd, rest); ok {
+			return code
+		}
 		fmt.Fprintln(os.Stderr, "helper: unknown command", cmd)
 		return 2
 	}
-	return 0
 }
 
-// helper returns a shell command line that runs the test binary as a helper.
+// helper returns a shell command line that runs a helper command: from the
+// small helper binary when it has the command and was built, else from
+// this test binary.
 func helper(args ...string) string {
 	q := []string{"env", helperEnv + "=1", shellQuote(os.Args[0])}
+	if bin := os.Getenv(testhelper.BinEnv); bin != "" && len(args) > 0 && testhelper.Has(args[0]) {
+		q = []string{shellQuote(bin)}
+	}
 	for _, a := range args {
 		q = append(q, shellQuote(a))
 	}

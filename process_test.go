@@ -87,7 +87,9 @@ func TestProcessListPollLog(t *testing.T) {
 	reg := newTestRegistry(t, Config{})
 	sc := reg.Scope("a")
 
-	done := startBackground(t, sc, &ExecRequest{Command: helper("lines", "250")})
+	// The env prefix makes the derived name the same whichever binary runs
+	// the helper.
+	done := startBackground(t, sc, &ExecRequest{Command: "env LIST_TEST=1 " + helper("lines", "250")})
 	awaitDone(t, reg, done)
 	running := startBackground(t, sc, &ExecRequest{Command: "python3 -u x.py 2>/dev/null; " + helper("hang")})
 
@@ -96,7 +98,7 @@ func TestProcessListPollLog(t *testing.T) {
 		lines := strings.Split(res.Text(), "\n")
 		require.Len(t, lines, 2)
 		assert.Regexp(t, `^`+running+` running   \d+(ms|s) :: python3 x.py(  \[[^]]*\])?$`, lines[0], "a running line may end with its resources")
-		assert.Regexp(t, `^`+done+` completed \d+(ms|s) :: `+regexp.QuoteMeta("env BGEXEC_TEST_HELPER=1")+`$`, lines[1])
+		assert.Regexp(t, `^`+done+` completed \d+(ms|s) :: `+regexp.QuoteMeta("env LIST_TEST=1")+`$`, lines[1])
 		require.Len(t, res.Details.Sessions, 2)
 		s := res.Details.Sessions[1]
 		assert.Equal(t, done, s.SessionID)

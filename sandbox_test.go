@@ -23,6 +23,7 @@ import (
 
 	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host/sandbox"
+	"github.com/bgexec/bgexec/internal/testhelper"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -100,12 +101,22 @@ func requireBwrap(t *testing.T) {
 	}
 }
 
+// testBinaryDirs are the directories of the test binary and of the helper
+// binary, when that is not inside the first.
+func testBinaryDirs() []string {
+	dirs := []string{filepath.Dir(os.Args[0])}
+	if bin := os.Getenv(testhelper.BinEnv); bin != "" && !sandbox.Within(bin, dirs[0]) {
+		dirs = append(dirs, filepath.Dir(bin))
+	}
+	return dirs
+}
+
 // newSandboxRegistry returns a registry running commands in sb, with the
-// test binary visible so helpers run inside.
+// test binary and the helper binary visible so helpers run inside.
 func newSandboxRegistry(t *testing.T, cfg Config, sb Sandbox) *Registry {
 	t.Helper()
 	requireBwrap(t)
-	sb.ReadOnlyPaths = append(sb.ReadOnlyPaths, filepath.Dir(os.Args[0]))
+	sb.ReadOnlyPaths = append(sb.ReadOnlyPaths, testBinaryDirs()...)
 	cfg.Sandbox = &sb
 	return newTestRegistry(t, cfg)
 }

@@ -255,7 +255,8 @@ func TestSandboxWorkdirRefusalText(t *testing.T) {
 	t.Parallel()
 	work, cache, docs := t.TempDir(), t.TempDir(), t.TempDir()
 	sc := newSandboxRegistry(t, Config{Workdir: work}, Sandbox{WritablePaths: []string{cache}, ReadOnlyPaths: []string{docs}}).Scope("a")
-	self := filepath.Dir(os.Args[0]) // newSandboxRegistry shows the test binary
+	// newSandboxRegistry shows the test binary (and the helper binary).
+	self := strings.Join(testBinaryDirs(), " (read-only), ")
 	roots := work + " (the default), " + cache + ", " + docs + " (read-only), " + self + " (read-only)"
 	res := mustExec(t, sc, &ExecRequest{Command: "true", Workdir: "/etc"})
 	assert.Equal(t, `workdir "/etc" is outside the sandbox's paths: command was not executed. Use a directory under `+roots+`, or omit workdir for the default.`, res.Text())

@@ -269,6 +269,10 @@ func stressAction(ctx context.Context, rng *rand.Rand, scopes []*Scope, book *st
 }
 
 func TestStress(t *testing.T) {
+	// It counts the whole process's goroutines, descriptors and children.
+	if !runsHere(t) {
+		return
+	}
 	const workers = 8
 	dur := 5 * time.Second
 	notes := &countingNotifier{}
@@ -369,6 +373,10 @@ func TestStress(t *testing.T) {
 // starting and driving sessions: Close must end everything it started,
 // including runs whose spawn raced with it.
 func TestStressCloseDuringCalls(t *testing.T) {
+	// It counts the whole process's goroutines, descriptors and children.
+	if !runsHere(t) {
+		return
+	}
 	const workers = 8
 	stressRounds := 3
 	if n, err := strconv.Atoi(os.Getenv("BGEXEC_CLOSE_ROUNDS")); err == nil && n > 0 {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/bgexec/bgexec"
+	"github.com/bgexec/bgexec/internal/proctest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,8 +32,10 @@ import (
 // Tests that start server processes of their own run in parallel (each
 // has its own server, port, session and temporary files, and none counts
 // this process's children or descriptors); TestHTTPBodyPeakMemory runs
-// alone, since it measures a server's peak memory.
+// alone, since it measures a server's peak memory. They spend their time
+// waiting on those servers, so two run per CPU.
 func TestMain(m *testing.M) {
+	proctest.SetParallelPerCPU(2)
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		servers.remove()
 		os.Exit(code)

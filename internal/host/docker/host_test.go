@@ -118,6 +118,7 @@ func start(t *testing.T, h *Host, spec *host.Spec) *host.Started {
 }
 
 func TestExitCodesAndSeparateStreams(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	for _, code := range []int{0, 3, 127} {
 		t.Run(fmt.Sprintf("exit %d keeps stdout and stderr apart", code), func(t *testing.T) {
@@ -137,6 +138,7 @@ func TestExitCodesAndSeparateStreams(t *testing.T) {
 }
 
 func TestStdinWriteAndEOF(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	st := start(t, h, &host.Spec{Command: "cat; echo done", StdinPipe: true})
 	require.NotNil(t, st.Stdin)
@@ -166,6 +168,7 @@ func readUntil(t *testing.T, r io.Reader, buf *bytes.Buffer, want string) {
 }
 
 func TestPTYAndResize(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	st := start(t, h, &host.Spec{Command: "stty size; read x; stty size; tty -s && echo isatty", PTY: true, Cols: 80, Rows: 24})
 	require.Len(t, st.Outputs, 1)
@@ -185,6 +188,7 @@ func TestPTYAndResize(t *testing.T) {
 // A resize made at once after the start sticks: the terminal's first size
 // must not land after it and undo it.
 func TestResizeRightAfterStart(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	for range 5 {
 		st := start(t, h, &host.Spec{Command: "read x; stty size", PTY: true, Cols: 80, Rows: 24})
@@ -214,6 +218,7 @@ func (p *process) processes(t *testing.T) []string {
 // killed. Every one of them must be gone after the kill, before the
 // container is removed.
 func TestKillReachesProcessesThatLeftTheGroup(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	st := start(t, h, &host.Spec{Command: "setsid sleep 1001 </dev/null >/dev/null 2>&1 & (setsid sh -c 'sleep 1002' </dev/null >/dev/null 2>&1 &) ; echo started; sleep 1000"})
 	p := st.Process.(*process)
@@ -235,6 +240,7 @@ func TestKillReachesProcessesThatLeftTheGroup(t *testing.T) {
 }
 
 func TestReleaseAndCloseLeaveNoContainers(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{NoSpare: true}) // counts without a spare
 	st := start(t, h, &host.Spec{Command: "true"})
 	readAll(t, st)
@@ -264,6 +270,7 @@ func TestReleaseAndCloseLeaveNoContainers(t *testing.T) {
 }
 
 func TestSpareContainerServesTheNextSession(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	st := start(t, h, &host.Spec{Command: "echo one"})
 	readAll(t, st)
@@ -287,6 +294,7 @@ func TestSpareContainerServesTheNextSession(t *testing.T) {
 }
 
 func TestWorkdirOnlyInsideMounts(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	require.NoError(t, os.Mkdir(filepath.Join(ws, "sub"), 0o755))
 	h := newTestHost(t, Config{Mounts: []Mount{{Source: ws, Target: "/work"}}})
@@ -322,6 +330,7 @@ func TestWorkdirOnlyInsideMounts(t *testing.T) {
 }
 
 func TestEnvironmentLayers(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	st := start(t, h, &host.Spec{Command: "echo $A $B $C $D", Env: host.Env{
 		Defaults: []string{"A=default", "B=default"}, Overrides: map[string]string{"B": "override"},

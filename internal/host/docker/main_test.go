@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/bgexec/bgexec/internal/proctest"
 	"go.uber.org/goleak"
 )
 
@@ -14,7 +15,11 @@ const (
 	imageEnv  = "BGEXEC_TEST_DOCKER_IMAGE"
 )
 
+// TestMain runs the tests under goleak. Each test has containers of its own
+// (a host per test, its containers found by the host's label), so they run
+// in parallel, two per CPU: they spend their time waiting on the daemon.
 func TestMain(m *testing.M) {
+	proctest.SetParallelPerCPU(2)
 	goleak.VerifyTestMain(m)
 }
 

@@ -57,6 +57,7 @@ func (h *Host) hasProcess(t *testing.T, cid, needle string) bool {
 }
 
 func TestPerScopeSessionsShareTheirScopesContainer(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{PerScope: true})
 	a, b := h.ForScope("a"), h.ForScope("b")
 	assert.Empty(t, runOn(t, a, "echo kept >/tmp/f"))
@@ -69,6 +70,7 @@ func TestPerScopeSessionsShareTheirScopesContainer(t *testing.T) {
 }
 
 func TestPerScopeKillReachesOnlyItsSession(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{PerScope: true})
 	sc := h.ForScope("a")
 	// One session with a setsid escaper, another beside it.
@@ -93,6 +95,7 @@ func TestPerScopeKillReachesOnlyItsSession(t *testing.T) {
 }
 
 func TestPerScopeEndOfASessionEndsWhatItLeft(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{PerScope: true})
 	sc := h.ForScope("a")
 	st := startOn(t, sc, &host.Spec{Command: "setsid sh -c 'exec sleep 1004' >/dev/null 2>&1 & echo started"})
@@ -108,6 +111,7 @@ func TestPerScopeEndOfASessionEndsWhatItLeft(t *testing.T) {
 }
 
 func TestPerScopeResourcesAreTheSessions(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{PerScope: true})
 	sc := h.ForScope("a")
 	busy := startOn(t, sc, &host.Spec{Command: "nc -l -p 4323 & while :; do :; done"})
@@ -132,6 +136,7 @@ func TestPerScopeResourcesAreTheSessions(t *testing.T) {
 // The cap is the scope's: a session the OOM killer ended is "oom", and the
 // scope's next session, which the killer did not touch, is not.
 func TestPerScopeOOMIsTheSessionsThatHitTheCap(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{PerScope: true, MemoryBytes: 32 << 20})
 	sc := h.ForScope("a")
 	hog := ended(t, runSessionOn(t, h, sc, &host.Spec{Command: "x=a; while :; do x=$x$x; done"}, 0))
@@ -146,11 +151,13 @@ func TestPerScopeOOMIsTheSessionsThatHitTheCap(t *testing.T) {
 // a new one: the exec that finds it gone fails, and the next one runs.
 // With a memory cap the first look at the container is the OOM count's.
 func TestPerScopeContainerThatWentAwayIsMadeAgain(t *testing.T) {
+	t.Parallel()
 	for name, cfg := range map[string]Config{
 		"no cap": {PerScope: true},
 		"a cap":  {PerScope: true, MemoryBytes: 64 << 20},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			h := newTestHost(t, cfg)
 			sc := h.ForScope("a")
 			st := startOn(t, sc, &host.Spec{Command: "exec sleep 1006"})

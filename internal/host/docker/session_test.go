@@ -54,6 +54,7 @@ func ended(t *testing.T, s *session.Session) session.Snapshot {
 }
 
 func TestTimeoutEndsTheSession(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	s := runSession(t, h, &host.Spec{Command: "echo started; sleep 1000"}, time.Second)
 	sn := ended(t, s)
@@ -65,6 +66,7 @@ func TestTimeoutEndsTheSession(t *testing.T) {
 }
 
 func TestKillEndsTheSessionWithItsSignal(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	// A shell that ignores SIGTERM needs the SIGKILL after the grace.
 	s := runSession(t, h, &host.Spec{Command: "trap '' TERM; echo ready; while :; do sleep 1; done"}, 0)
@@ -76,6 +78,7 @@ func TestKillEndsTheSessionWithItsSignal(t *testing.T) {
 }
 
 func TestMemoryLimitEndsTheSessionAsOOM(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{MemoryBytes: 32 << 20})
 	s := runSession(t, h, &host.Spec{Command: "x=a; while :; do x=$x$x; done"}, 0)
 	sn := ended(t, s)
@@ -84,6 +87,7 @@ func TestMemoryLimitEndsTheSessionAsOOM(t *testing.T) {
 }
 
 func TestResourcesOfTheSessionsContainer(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	// Two busy processes, one of them in a session of its own, holding
 	// 8 MiB of memory between them.
@@ -101,6 +105,7 @@ func TestResourcesOfTheSessionsContainer(t *testing.T) {
 }
 
 func TestPortOpenInsideTheContainer(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	st := start(t, h, &host.Spec{Command: "nc -l -p 4321 & echo listening; sleep 1000"})
 	p := st.Process.(*process)
@@ -119,6 +124,7 @@ func TestPortOpenInsideTheContainer(t *testing.T) {
 }
 
 func TestNoPortsWhenNothingListens(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	st := start(t, h, &host.Spec{Command: "sleep 1000"})
 	p := st.Process.(*process)
@@ -134,6 +140,7 @@ func TestNoPortsWhenNothingListens(t *testing.T) {
 // text that says so. The test starts a daemon of its own (.ci/dockerd with
 // a state directory of its own) so that the other tests keep theirs.
 func TestDaemonKilledEndsSessionsLost(t *testing.T) {
+	t.Parallel()
 	_, image := testDaemon(t)
 	if os.Geteuid() != 0 {
 		t.Skip("starting a second dockerd needs root")
@@ -178,6 +185,7 @@ func TestDaemonKilledEndsSessionsLost(t *testing.T) {
 // such a code itself, with no signal sent to it, keeps its exit code,
 // although the session engine sends SIGKILL at every end.
 func TestExitCodeAbove128IsAnExit(t *testing.T) {
+	t.Parallel()
 	h := newTestHost(t, Config{})
 	s := runSession(t, h, &host.Spec{Command: "exit 137"}, 0)
 	sn := ended(t, s)
