@@ -145,13 +145,19 @@ func TestServeDocker(t *testing.T) {
 	dir := t.TempDir()
 	c := connect(t, bin, "-docker-host", daemon, "-docker-image", image, "-workdir", dir)
 
-	res := c.call(t, "exec", map[string]any{"command": "echo made inside > mark && hostname && ls /sys/class/net"})
+	// The session stays running while its container is inspected: a
+	// finished session's container is removed as it ends, which raced
+	// with the inspection.
+	res := c.call(t, "exec", map[string]any{"command": "echo made inside > mark && hostname && ls /sys/class/net && echo ready && exec sleep 1000", "background": true})
 	d := detailsOf(t, res)
-	require.Equal(t, bgexec.StatusCompleted, d.Status, textOf(t, res))
+	require.Equal(t, bgexec.StatusRunning, d.Status, textOf(t, res))
+	res = c.call(t, "process", map[string]any{"action": "wait", "sessionId": d.SessionID, "pattern": "^ready$", "timeout": 20000})
+	require.Equal(t, "pattern", detailsOf(t, res).Condition, textOf(t, res))
+	res = c.call(t, "process", map[string]any{"action": "log", "sessionId": d.SessionID})
 	lines := strings.Fields(textOf(t, res))
-	require.Len(t, lines, 2, "the hostname, then the network interfaces: %q", textOf(t, res))
+	require.GreaterOrEqual(t, len(lines), 3, "the hostname, then the network interfaces, then ready: %q", textOf(t, res))
 	cid := lines[0]
-	assert.Equal(t, "lo", lines[1], "network is off by default: loopback only")
+	assert.Equal(t, []string{"lo", "ready"}, lines[1:3], "network is off by default: loopback only")
 	b, err := os.ReadFile(filepath.Join(dir, "mark"))
 	require.NoError(t, err, "the workdir is mounted read-write")
 	assert.Equal(t, "made inside\n", string(b))
@@ -164,6 +170,7 @@ func TestServeDocker(t *testing.T) {
 	in, err := api.ContainerInspect(ctx, cid, dockerclient.ContainerInspectOptions{})
 	require.NoError(t, err, "the command's hostname %q names its container on the daemon", cid)
 	assert.Equal(t, image, in.Container.Config.Image)
+	c.call(t, "process", map[string]any{"action": "kill", "sessionId": d.SessionID})
 
 	res = c.call(t, "exec", map[string]any{"command": "exit 3"})
 	assert.Equal(t, 3, *detailsOf(t, res).ExitCode, textOf(t, res))
