@@ -194,16 +194,16 @@ func TestIdleWaitsForTheAnswerToInput(t *testing.T) {
 	for _, action := range []string{"poll", "wait"} {
 		t.Run(action+" returns the answer, not only the output from before", func(t *testing.T) {
 			t.Parallel()
-			flag := filepath.Join(t.TempDir(), "flag")
-			answerer := `echo ready; touch ` + shellQuote(flag) + `; while read l; do sleep 0.5; echo "got $l"; done`
-			sc := newTestRegistry(t, Config{}).Scope("agent")
+			answerer := `echo ready; while read l; do sleep 0.5; echo "got $l"; done`
+			reg := newTestRegistry(t, Config{})
+			sc := reg.Scope("agent")
 			res := callTool(t, sc, ToolExec, map[string]any{"command": answerer, "stdin": "pipe", "background": true})
 			id := res.Details.SessionID
-			deadline := time.Now().Add(10 * time.Second)
-			for _, err := os.Stat(flag); err != nil; _, err = os.Stat(flag) {
-				require.True(t, time.Now().Before(deadline), "the program never started")
-				time.Sleep(10 * time.Millisecond) // polls a file the program creates; bounded by the deadline
-			}
+			// "ready" must be in the session before the input, or it is
+			// output that came after the input: under load the reader took
+			// it in after the write. A snapshot reads it without taking it.
+			require.Eventually(t, func() bool { return strings.Contains(sessionOf(reg, id).Snapshot(10).Tail, "ready") },
+				10*time.Second, 10*time.Millisecond, "the program never printed ready")
 			agentProcess(t, sc, map[string]any{"action": "write", "sessionId": id, "data": "x\n"})
 			got := agentProcess(t, sc, map[string]any{"action": action, "sessionId": id, "idleMs": 200, "timeout": 10000})
 			assert.Contains(t, got.Text(), "got x", got.Text())
