@@ -3,10 +3,12 @@
 package bgexec
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,7 +47,11 @@ func TestCommandsOfAnyLength(t *testing.T) {
 		body := strings.Repeat(line, 10<<10)
 		args, err := json.Marshal(map[string]string{"command": "wc -c <<'EOF'\n" + body + "EOF\necho ok"})
 		require.NoError(t, err)
-		res, err := sc.Call(testCtx(t), ToolExec, args)
+		// 10 MB of JSON is slow to decode under the race detector on a
+		// busy machine: this call gets minutes, not testCtx's 60 s.
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		res, err := sc.Call(ctx, ToolExec, args)
 		require.NoError(t, err)
 		require.Equal(t, StatusCompleted, res.Details.Status, res.Text()[:min(len(res.Text()), 200)])
 		assert.Equal(t, strconv.Itoa(len(body))+"\nok", res.Text())

@@ -36,9 +36,10 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	// The parallel tests wait on child processes, terminals, sandboxes and
-	// sshd: three per CPU (two left the CPUs idle a third of the time). Four
-	// per CPU starved a CPU-bound test on a loaded machine.
-	proctest.SetParallelPerCPU(3)
+	// sshd: two per CPU. Three per CPU was faster on a quiet machine but
+	// overran a 60 s deadline in the sandboxed pass; four starved a
+	// CPU-bound test on a loaded machine.
+	proctest.SetParallelPerCPU(2)
 	// The helpers that need no part of bgexec run from a small binary
 	// built once here, not from this race-built binary, which costs about
 	// 0.3 s of CPU to start; the test binaries re-executed by the tests
