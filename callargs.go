@@ -44,13 +44,14 @@ func prepareArgs(tool string, args json.RawMessage) (clean json.RawMessage, unkn
 	if len(bytes.TrimSpace(args)) == 0 {
 		return args, nil, ""
 	}
-	if dup, ok := duplicateKey(args); ok && dup != "" {
+	keys, dup, ok := scanKeys(args)
+	if ok && dup != "" {
 		return nil, nil, fmt.Sprintf("Invalid arguments for %s: %s: given more than once; give each key once. Nothing was run.", tool, dup)
 	} else if !ok {
 		return args, nil, ""
 	}
 	known := toolProperties()[tool]
-	for _, k := range topLevelKeys(args) {
+	for _, k := range keys {
 		if !slices.Contains(known, k) {
 			unknown = append(unknown, k)
 		}
@@ -91,21 +92,24 @@ func withFirstLine(res *Result, line string) {
 	res.Content[0].Text = line + sep + text
 }
 
-// duplicateKey walks args and returns the JSON pointer of the first key
-// given twice in one object ("/command", "/env/A"), or "" when there is
-// none. ok is false when args is not well-formed JSON.
-func duplicateKey(args []byte) (pointer string, ok bool) {
+// scanKeys reads args once. It returns the top-level keys of the object in
+// the order given, and the JSON pointer of the first key given twice in one
+// object at any depth ("/command", "/env/A"), or "" when there is none. ok
+// is false when args is not well-formed JSON.
+func scanKeys(args []byte) (keys []string, dup string, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
-	p, err := walkDuplicates(dec, "")
+	dup, err := walkDuplicates(dec, "", &keys)
 	if err != nil {
-		return "", false
+		return nil, "", false
 	}
-	return p, true
+	return keys, dup, true
 }
 
 // walkDuplicates reads one JSON value from dec, checking every object in it.
-func walkDuplicates(dec *json.Decoder, at string) (string, error) {
+// The keys of the value itself, when it is an object, go to keys unless it
+// is nil.
+func walkDuplicates(dec *json.Decoder, at string, keys *[]string) (string, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return "", err
@@ -128,13 +132,16 @@ func walkDuplicates(dec *json.Decoder, at string) (string, error) {
 				return here, nil
 			}
 			seen[k] = true
-			if p, err := walkDuplicates(dec, here); err != nil || p != "" {
+			if keys != nil {
+				*keys = append(*keys, k)
+			}
+			if p, err := walkDuplicates(dec, here, nil); err != nil || p != "" {
 				return p, err
 			}
 		}
 	case '[':
 		for i := 0; dec.More(); i++ {
-			if p, err := walkDuplicates(dec, fmt.Sprintf("%s/%d", at, i)); err != nil || p != "" {
+			if p, err := walkDuplicates(dec, fmt.Sprintf("%s/%d", at, i), nil); err != nil || p != "" {
 				return p, err
 			}
 		}
@@ -143,25 +150,4 @@ func walkDuplicates(dec *json.Decoder, at string) (string, error) {
 	}
 	_, err = dec.Token() // the closing delimiter
 	return "", err
-}
-
-// topLevelKeys returns the keys of a JSON object in the order given.
-func topLevelKeys(args []byte) []string {
-	dec := json.NewDecoder(bytes.NewReader(args))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	var keys []string
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return keys
-		}
-		keys = append(keys, kt.(string))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return keys
-		}
-	}
-	return keys
 }

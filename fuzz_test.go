@@ -80,7 +80,7 @@ func FuzzCall(f *testing.F) {
 }
 
 // FuzzDeriveName checks the name deriver: it never panics, keeps the verb,
-// and bounds the target.
+// bounds the target, and names a command as if it had read all of it.
 func FuzzDeriveName(f *testing.F) {
 	for _, s := range []string{"echo hello", "npm run build", "python3 -u x.py", `git commit -m "x y"`, "", "  'unterminated", "ls -la -h"} {
 		f.Add(s)
@@ -92,6 +92,7 @@ func FuzzDeriveName(f *testing.F) {
 			require.Empty(t, name)
 			return
 		}
+		require.Equal(t, nameOf(toks), name, "reading only the first tokens gives the name all of them give")
 		require.True(t, strings.HasPrefix(name, toks[0]))
 		if len(toks) > 1 {
 			target := strings.TrimPrefix(name, toks[0]+" ")

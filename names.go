@@ -14,6 +14,12 @@ import (
 // them wraps a whole token ("two words" gives two words, but a"b c" stays
 // a"b c"), and empty tokens are dropped, as the reference does.
 func splitCommand(cmd string) []string {
+	return splitCommandUntil(cmd, nil)
+}
+
+// splitCommandUntil is splitCommand that stops reading cmd as soon as enough
+// reports that the tokens so far are enough; a nil enough reads it all.
+func splitCommandUntil(cmd string, enough func(toks []string) bool) []string {
 	var (
 		toks  []string
 		cur   strings.Builder
@@ -37,6 +43,9 @@ func splitCommand(cmd string) []string {
 			cur.WriteRune(r)
 		case unicode.IsSpace(r):
 			flush()
+			if enough != nil && enough(toks) {
+				return toks
+			}
 		default:
 			cur.WriteRune(r)
 		}
@@ -58,9 +67,18 @@ const maxNameTarget = 48
 
 // deriveName is the list name of a command: its verb and its target (the
 // first later token not starting with "-", else the second token), the target
-// middle-truncated when longer than 48 characters.
+// middle-truncated when longer than 48 characters. It reads cmd only up to
+// that target, so the name of a command of megabytes costs no more than a
+// short one's.
 func deriveName(cmd string) string {
-	toks := splitCommand(cmd)
+	toks := splitCommandUntil(cmd, func(toks []string) bool {
+		return len(toks) >= 2 && !strings.HasPrefix(toks[len(toks)-1], "-")
+	})
+	return nameOf(toks)
+}
+
+// nameOf is deriveName given the command's tokens.
+func nameOf(toks []string) string {
 	switch len(toks) {
 	case 0:
 		return ""
