@@ -24,7 +24,9 @@ import (
 const deadline = 60 * time.Second
 
 // newTestHost returns a host on the test daemon, closed (and checked to
-// leave no container) at the end of the test.
+// leave no container) at the end of the test. The tests that are not
+// about the spare container turn it off: each spare is a container the
+// daemon starts and removes for nothing, about a second of its CPU.
 func newTestHost(t *testing.T, cfg Config) *Host {
 	t.Helper()
 	daemon, image := testDaemon(t)
@@ -119,7 +121,7 @@ func start(t *testing.T, h *Host, spec *host.Spec) *host.Started {
 
 func TestExitCodesAndSeparateStreams(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{})
+	h := newTestHost(t, Config{NoSpare: true})
 	for _, code := range []int{0, 3, 127} {
 		t.Run(fmt.Sprintf("exit %d keeps stdout and stderr apart", code), func(t *testing.T) {
 			st := start(t, h, &host.Spec{Command: fmt.Sprintf("echo out; echo err >&2; echo out2; exit %d", code)})
@@ -139,7 +141,7 @@ func TestExitCodesAndSeparateStreams(t *testing.T) {
 
 func TestStdinWriteAndEOF(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{})
+	h := newTestHost(t, Config{NoSpare: true})
 	st := start(t, h, &host.Spec{Command: "cat; echo done", StdinPipe: true})
 	require.NotNil(t, st.Stdin)
 	_, err := st.Stdin.Write([]byte("hello\n"))
@@ -169,7 +171,7 @@ func readUntil(t *testing.T, r io.Reader, buf *bytes.Buffer, want string) {
 
 func TestPTYAndResize(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{})
+	h := newTestHost(t, Config{NoSpare: true})
 	st := start(t, h, &host.Spec{Command: "stty size; read x; stty size; tty -s && echo isatty", PTY: true, Cols: 80, Rows: 24})
 	require.Len(t, st.Outputs, 1)
 	var buf bytes.Buffer
@@ -189,9 +191,12 @@ func TestPTYAndResize(t *testing.T) {
 // must not land after it and undo it.
 func TestResizeRightAfterStart(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{})
+	// One container for the five rounds: the race is between an exec's
+	// start and its resize, whatever container the exec runs in.
+	h := newTestHost(t, Config{PerScope: true})
+	sc := h.ForScope("resize")
 	for range 5 {
-		st := start(t, h, &host.Spec{Command: "read x; stty size", PTY: true, Cols: 80, Rows: 24})
+		st := startOn(t, sc, &host.Spec{Command: "read x; stty size", PTY: true, Cols: 80, Rows: 24})
 		require.NoError(t, st.Process.(host.Resizer).Resize(101, 37))
 		_, err := st.Stdin.Write([]byte("\r"))
 		require.NoError(t, err)
@@ -219,7 +224,7 @@ func (p *process) processes(t *testing.T) []string {
 // container is removed.
 func TestKillReachesProcessesThatLeftTheGroup(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{})
+	h := newTestHost(t, Config{NoSpare: true})
 	st := start(t, h, &host.Spec{Command: "setsid sleep 1001 </dev/null >/dev/null 2>&1 & (setsid sh -c 'sleep 1002' </dev/null >/dev/null 2>&1 &) ; echo started; sleep 1000"})
 	p := st.Process.(*process)
 	var buf bytes.Buffer
@@ -297,7 +302,7 @@ func TestWorkdirOnlyInsideMounts(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
 	require.NoError(t, os.Mkdir(filepath.Join(ws, "sub"), 0o755))
-	h := newTestHost(t, Config{Mounts: []Mount{{Source: ws, Target: "/work"}}})
+	h := newTestHost(t, Config{NoSpare: true, Mounts: []Mount{{Source: ws, Target: "/work"}}})
 
 	t.Run("a directory outside every mount is refused before anything starts", func(t *testing.T) {
 		outside := t.TempDir()
@@ -331,7 +336,7 @@ func TestWorkdirOnlyInsideMounts(t *testing.T) {
 
 func TestEnvironmentLayers(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{})
+	h := newTestHost(t, Config{NoSpare: true})
 	st := start(t, h, &host.Spec{Command: "echo $A $B $C $D", Env: host.Env{
 		Defaults: []string{"A=default", "B=default"}, Overrides: map[string]string{"B": "override"},
 		Forced: []string{"C=forced"}, Added: []string{"D=added", "C=added"},

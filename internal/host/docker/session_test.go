@@ -55,7 +55,7 @@ func ended(t *testing.T, s *session.Session) session.Snapshot {
 
 func TestTimeoutEndsTheSession(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{})
+	h := newTestHost(t, Config{NoSpare: true})
 	s := runSession(t, h, &host.Spec{Command: "echo started; sleep 1000"}, time.Second)
 	sn := ended(t, s)
 	assert.Equal(t, session.ReasonTimeout, sn.Exit.Reason)
@@ -67,7 +67,7 @@ func TestTimeoutEndsTheSession(t *testing.T) {
 
 func TestKillEndsTheSessionWithItsSignal(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{})
+	h := newTestHost(t, Config{NoSpare: true})
 	// A shell that ignores SIGTERM needs the SIGKILL after the grace.
 	s := runSession(t, h, &host.Spec{Command: "trap '' TERM; echo ready; while :; do sleep 1; done"}, 0)
 	require.Eventually(t, func() bool { return strings.Contains(s.Snapshot(100).Tail, "ready") }, deadline, 20*time.Millisecond)
@@ -79,7 +79,7 @@ func TestKillEndsTheSessionWithItsSignal(t *testing.T) {
 
 func TestMemoryLimitEndsTheSessionAsOOM(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{MemoryBytes: 32 << 20})
+	h := newTestHost(t, Config{NoSpare: true, MemoryBytes: 32 << 20})
 	s := runSession(t, h, &host.Spec{Command: "x=a; while :; do x=$x$x; done"}, 0)
 	sn := ended(t, s)
 	assert.Equal(t, session.ReasonOOM, sn.Exit.Reason, "exit %+v", sn.Exit)
@@ -88,7 +88,7 @@ func TestMemoryLimitEndsTheSessionAsOOM(t *testing.T) {
 
 func TestResourcesOfTheSessionsContainer(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{})
+	h := newTestHost(t, Config{NoSpare: true})
 	// Two busy processes, one of them in a session of its own, holding
 	// 8 MiB of memory between them.
 	st := start(t, h, &host.Spec{Command: "setsid sh -c 'while :; do :; done' & x=$(head -c 8388608 /dev/zero | tr '\\0' a); while :; do :; done"})
@@ -106,7 +106,7 @@ func TestResourcesOfTheSessionsContainer(t *testing.T) {
 
 func TestPortOpenInsideTheContainer(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{})
+	h := newTestHost(t, Config{NoSpare: true})
 	st := start(t, h, &host.Spec{Command: "nc -l -p 4321 & echo listening; sleep 1000"})
 	p := st.Process.(*process)
 	defer endOn(t, st)
@@ -125,7 +125,7 @@ func TestPortOpenInsideTheContainer(t *testing.T) {
 
 func TestNoPortsWhenNothingListens(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{})
+	h := newTestHost(t, Config{NoSpare: true})
 	st := start(t, h, &host.Spec{Command: "sleep 1000"})
 	p := st.Process.(*process)
 	defer endOn(t, st)
@@ -186,7 +186,7 @@ func TestDaemonKilledEndsSessionsLost(t *testing.T) {
 // although the session engine sends SIGKILL at every end.
 func TestExitCodeAbove128IsAnExit(t *testing.T) {
 	t.Parallel()
-	h := newTestHost(t, Config{})
+	h := newTestHost(t, Config{NoSpare: true})
 	s := runSession(t, h, &host.Spec{Command: "exit 137"}, 0)
 	sn := ended(t, s)
 	assert.Equal(t, session.ReasonExit, sn.Exit.Reason)
