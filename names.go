@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/bgexec/bgexec/internal/host"
 )
@@ -20,37 +21,45 @@ func splitCommand(cmd string) []string {
 // splitCommandUntil is splitCommand that stops reading cmd as soon as enough
 // reports that the tokens so far are enough; a nil enough reads it all.
 func splitCommandUntil(cmd string, enough func(toks []string) bool) []string {
+	// A token is the run of cmd between two spaces outside quotes, so it is
+	// a substring of cmd: nothing is copied.
 	var (
 		toks  []string
-		cur   strings.Builder
 		quote rune
+		start = -1 // where the current token began; -1 between tokens
 	)
-	flush := func() {
-		if t := unwrapQuotes(cur.String()); t != "" {
-			toks = append(toks, t)
+	flush := func(end int) {
+		if start >= 0 {
+			t := cmd[start:end]
+			if !utf8.ValidString(t) {
+				t = string([]rune(t)) // each invalid byte becomes U+FFFD, as range reads it
+			}
+			if t = unwrapQuotes(t); t != "" {
+				toks = append(toks, t)
+			}
 		}
-		cur.Reset()
+		start = -1
 	}
-	for _, r := range cmd {
+	for i, r := range cmd {
 		switch {
 		case quote != 0:
 			if r == quote {
 				quote = 0
 			}
-			cur.WriteRune(r)
-		case r == '"' || r == '\'':
-			quote = r
-			cur.WriteRune(r)
 		case unicode.IsSpace(r):
-			flush()
+			flush(i)
 			if enough != nil && enough(toks) {
 				return toks
 			}
-		default:
-			cur.WriteRune(r)
+			continue
+		case r == '"' || r == '\'':
+			quote = r
+		}
+		if start < 0 {
+			start = i
 		}
 	}
-	flush()
+	flush(len(cmd))
 	return toks
 }
 
