@@ -545,26 +545,67 @@ func TestHTTPSessionsOwnTheirProcesses(t *testing.T) {
 
 func TestTenMegabyteCommand(t *testing.T) {
 	t.Parallel()
-	// Every quote is a two-byte JSON escape: 20 MB on the wire, above the
-	// SDK's 16 MiB default line limit.
-	payload := strings.Repeat(`"`, 10<<20)
-	command := ": '" + payload + "'; echo ok"
-	// The server without the race detector: this test is about the sizes
-	// the wire takes, and a race-built server spends half a minute of CPU
-	// decoding 20 MB of JSON. Every other test runs the race-built one.
-	for _, tc := range transportsOf(buildServerRace(t, false)) {
-		t.Run(tc.name, func(t *testing.T) {
-			c := tc.connect(t, nil)
-			// 20 MB of JSON is slow to decode on a busy machine: this one
-			// call gets minutes, not callTimeout.
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-			defer cancel()
-			res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": command}})
-			require.NoError(t, err, "exec of a %d-byte command", len(command))
-			assert.Equal(t, "ok", textOf(t, res))
-			assert.False(t, res.IsError)
-		})
+	// The request is written to a file once and sent as raw bytes, as any
+	// client's would be: every quote of the command is a two-byte JSON
+	// escape, so the line is 20 MB, above the SDK's 16 MiB default line
+	// limit. Neither the request nor the server goes through the race
+	// detector: this test is about the sizes the wire takes, and 20 MB of
+	// JSON costs half a minute of CPU under it. Every other test runs the
+	// race-built server.
+	const quotes = 10 << 20
+	request := filepath.Join(t.TempDir(), "call.json")
+	f, err := os.Create(request)
+	require.NoError(t, err)
+	_, err = io.WriteString(f, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec","arguments":{"command":": '`)
+	require.NoError(t, err)
+	chunk := strings.Repeat(`\"`, 32<<10)
+	for range quotes / (32 << 10) {
+		_, err = io.WriteString(f, chunk)
+		require.NoError(t, err)
 	}
+	_, err = io.WriteString(f, `'; echo ok"}}}`+"\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	bin := buildServerRace(t, false)
+
+	t.Run("stdio", func(t *testing.T) {
+		raw := startRaw(t, bin)
+		f, err := os.Open(request)
+		require.NoError(t, err)
+		defer func() { _ = f.Close() }()
+		_, err = io.Copy(raw.stdin, f)
+		require.NoError(t, err)
+		// 20 MB of JSON is slow to decode on a busy machine: this one
+		// call gets minutes, not callTimeout.
+		assertTenMegabyteResult(t, raw.nextWithin(t, 4*time.Minute))
+	})
+	t.Run("http", func(t *testing.T) {
+		hs := startHTTP(t, bin)
+		session := hs.initialize(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		f, err := os.Open(request)
+		require.NoError(t, err)
+		defer func() { _ = f.Close() }()
+		assertTenMegabyteResult(t, hs.call(ctx, t, session, f))
+	})
+}
+
+// assertTenMegabyteResult checks TestTenMegabyteCommand's answer: the
+// command ran and said ok.
+func assertTenMegabyteResult(t *testing.T, resp rawResponse) {
+	t.Helper()
+	require.Nil(t, resp.Error, "exec of a %d-byte command", 10<<20+len(": ''; echo ok"))
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	require.NoError(t, json.Unmarshal(resp.Result, &res), string(resp.Result))
+	require.Len(t, res.Content, 1, string(resp.Result))
+	assert.Equal(t, "ok", res.Content[0].Text)
+	assert.False(t, res.IsError)
 }
 
 // detailFields are the JSON names of bgexec.Details' fields.
@@ -647,7 +688,13 @@ func (r *rawServer) send(t *testing.T, line string) {
 // next returns the next response (notifications are skipped).
 func (r *rawServer) next(t *testing.T) rawResponse {
 	t.Helper()
-	timeout := time.After(callTimeout)
+	return r.nextWithin(t, callTimeout)
+}
+
+// nextWithin is next with its own deadline.
+func (r *rawServer) nextWithin(t *testing.T, d time.Duration) rawResponse {
+	t.Helper()
+	timeout := time.After(d)
 	for {
 		select {
 		case l, ok := <-r.lines:

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -48,6 +49,85 @@ func (h *httpServer) postInitBody(t *testing.T, origin string) (int, string) {
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	return resp.StatusCode, string(b)
+}
+
+// initialize opens an MCP session on the server by hand, as a client
+// that does not use the SDK would, and returns its Mcp-Session-Id.
+func (h *httpServer) initialize(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	resp := h.post(ctx, t, "", strings.NewReader(initBody))
+	defer func() { _ = resp.Body.Close() }()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	session := resp.Header.Get("Mcp-Session-Id")
+	require.NotEmpty(t, session, "initialize answered without a session id")
+	require.Nil(t, readRawResponse(t, resp).Error)
+	note := h.post(ctx, t, session, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	_, _ = io.Copy(io.Discard, note.Body)
+	_ = note.Body.Close()
+	require.Equal(t, http.StatusAccepted, note.StatusCode)
+	return session
+}
+
+// call posts one request of session (a *os.File body is sent with its
+// length) and returns the server's response to it.
+func (h *httpServer) call(ctx context.Context, t *testing.T, session string, body io.Reader) rawResponse {
+	t.Helper()
+	resp := h.post(ctx, t, session, body)
+	defer func() { _ = resp.Body.Close() }()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return readRawResponse(t, resp)
+}
+
+// post sends body to the endpoint with the token, and session's id when
+// it is not "".
+func (h *httpServer) post(ctx context.Context, t *testing.T, session string, body io.Reader) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.endpoint, body)
+	require.NoError(t, err)
+	if f, ok := body.(*os.File); ok {
+		st, err := f.Stat()
+		require.NoError(t, err)
+		req.ContentLength = st.Size()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp
+}
+
+// readRawResponse reads the JSON-RPC response from an HTTP response's
+// body, plain JSON or a stream of server-sent events (whose notifications
+// are skipped).
+func readRawResponse(t *testing.T, resp *http.Response) rawResponse {
+	t.Helper()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	events := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	for sc.Scan() {
+		line := sc.Text()
+		if events {
+			var ok bool
+			if line, ok = strings.CutPrefix(line, "data:"); !ok {
+				continue
+			}
+		}
+		var r rawResponse
+		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+		if r.ID != nil || r.Error != nil {
+			return r
+		}
+	}
+	require.NoError(t, sc.Err())
+	t.Fatal("the response has no JSON-RPC answer")
+	return rawResponse{}
 }
 
 // TestHTTPRefusesForeignOrigins attacks the server as a web page would
