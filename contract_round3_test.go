@@ -294,7 +294,9 @@ func TestRound3FinishedSessionsAreCapped(t *testing.T) {
 		})
 	}
 	t.Run("the default keeps 50", func(t *testing.T) {
+		// The cap is the registry's: a fake host ends each command at once.
 		reg := newTestRegistry(t, Config{})
+		setHost(reg, exitingHost())
 		sc := reg.Scope("a")
 		var first string
 		for i := range 52 {

@@ -88,9 +88,13 @@ func TestCloseGivesTheGracePeriod(t *testing.T) {
 	}
 }
 
+// TestSessionIDsAreNotReissued: ids are the registry's, so the commands
+// run on a fake host that ends each one at once (300 real processes would
+// only cost CPU).
 func TestSessionIDsAreNotReissued(t *testing.T) {
 	t.Parallel()
 	reg := newTestRegistry(t, Config{})
+	setHost(reg, exitingHost())
 	sc := reg.Scope("a")
 	seen := map[string]int{}
 	for i := range 300 {
@@ -111,11 +115,7 @@ func TestBackgroundAlwaysReturnsRunning(t *testing.T) {
 	reg, err := NewRegistry(sandboxed(Config{JobTTLMs: 60000}))
 	require.NoError(t, err)
 	defer reg.Close(context.Background())
-	setHost(reg, &hosttest.Host{StartFunc: func(context.Context, *host.Spec) (*host.Started, error) {
-		f, sp := hosttest.Started()
-		f.Exit(0) // gone before the session is even started
-		return sp, nil
-	}})
+	setHost(reg, exitingHost()) // each command is gone before its session is even started
 	sc := reg.Scope("a")
 	for i := range 2000 {
 		res := mustExec(t, sc, &ExecRequest{Command: "fake", Background: true})
@@ -147,4 +147,15 @@ func TestClearedSessionsLeaveTheExpiryHeap(t *testing.T) {
 	require.Len(t, reg.expiry, 1, "only the session not cleared waits for its TTL")
 	assert.Equal(t, id, reg.expiry[0].s.ID())
 	assert.Len(t, reg.expiryOf, 1)
+}
+
+// exitingHost is a fake host whose every command has exited by the time
+// Start returns, with code 0: for what the registry does with sessions,
+// without the cost of processes.
+func exitingHost() *hosttest.Host {
+	return &hosttest.Host{StartFunc: func(context.Context, *host.Spec) (*host.Started, error) {
+		f, sp := hosttest.Started()
+		f.Exit(0)
+		return sp, nil
+	}}
 }
