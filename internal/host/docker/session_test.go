@@ -162,7 +162,7 @@ func TestDaemonKilledEndsSessionsLost(t *testing.T) {
 	daemon := "unix://" + filepath.Join(state, "docker.sock")
 	require.Contains(t, string(out), daemon)
 
-	h, err := New(Config{Daemon: daemon, Image: image})
+	h, err := New(Config{Daemon: daemon, Image: image, NoSpare: true})
 	require.NoError(t, err)
 	s := runSession(t, h, &host.Spec{Command: "echo started; sleep 1000"}, 0)
 	require.Eventually(t, func() bool { return strings.Contains(s.Snapshot(100).Tail, "started") }, deadline, 20*time.Millisecond)
