@@ -33,6 +33,21 @@ type Stat struct {
 	cpuTicks int64 // user plus system time, in clock ticks (USER_HZ, 100 a second)
 	rssPages int64 // resident set, in pages
 	threads  int
+	flags    uint64 // the kernel's PF_* flags of its main thread
+}
+
+// pfExiting is the kernel's PF_EXITING flag: the thread is in its exit.
+const pfExiting = 0x4
+
+// Live reports whether the process still runs: it is not a zombie, and
+// not a process of one thread already on its way out (its descriptors
+// may be closed and its output ended, but the kernel has not made it a
+// zombie yet, which on a loaded machine can take milliseconds).
+func (st Stat) Live() bool {
+	if st.State == 'Z' || st.State == 'X' {
+		return false
+	}
+	return st.flags&pfExiting == 0 || st.threads > 1
 }
 
 // ReadStat parses /proc/<pid>/stat. An error for which Gone holds
@@ -42,21 +57,26 @@ func ReadStat(pid int) (Stat, error) {
 	if err != nil {
 		return Stat{}, err
 	}
-	s := string(b)
+	return parseStat(pid, string(b))
+}
+
+// parseStat parses the text of /proc/<pid>/stat.
+func parseStat(pid int, s string) (Stat, error) {
 	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
 	if open < 0 || end < open || end+2 >= len(s) {
 		return Stat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	f := strings.Fields(s[end+2:])
-	// After the comm: state(0) ppid(1) pgrp(2) … utime(11) stime(12) …
-	// num_threads(17) … starttime(19) vsize(20) rss(21) …
-	// exit_code(49, Linux 3.5+).
+	// After the comm: state(0) ppid(1) pgrp(2) session(3) tty_nr(4)
+	// tpgid(5) flags(6) … utime(11) stime(12) … num_threads(17) …
+	// starttime(19) vsize(20) rss(21) … exit_code(49, Linux 3.5+).
 	if len(f) < 22 {
 		return Stat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	st := Stat{start: f[19], comm: s[open+1 : end], State: f[0][0]}
 	st.ppid, _ = strconv.Atoi(f[1])
 	st.pgrp, _ = strconv.Atoi(f[2])
+	st.flags, _ = strconv.ParseUint(f[6], 10, 64)
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	st.cpuTicks = ut + stime
@@ -283,21 +303,22 @@ func GroupMembers(pgid int) ([]int, error) {
 		if err != nil || pid == pgid {
 			continue
 		}
-		if st, err := ReadStat(pid); err == nil && st.pgrp == pgid && st.State != 'Z' {
+		if st, err := ReadStat(pid); err == nil && st.pgrp == pgid && st.Live() {
 			out = append(out, pid)
 		}
 	}
 	return out, nil
 }
 
-// LiveAmong keeps the pids that are neither gone nor zombies, nor skip.
+// LiveAmong keeps the pids that are neither gone nor zombies nor on their
+// way out (see [Stat.Live]), nor skip.
 func LiveAmong(pids []int, skip int) []int {
 	out := pids[:0]
 	for _, pid := range pids {
 		if pid == skip {
 			continue
 		}
-		if st, err := ReadStat(pid); err == nil && st.State != 'Z' {
+		if st, err := ReadStat(pid); err == nil && st.Live() {
 			out = append(out, pid)
 		}
 	}
