@@ -314,11 +314,6 @@ type Cgroup struct {
 	// process of the session is in it, even one that moved to another
 	// cgroup, until it unshares or enters another (CAP_SYS_ADMIN).
 	ns *namespace
-
-	// mark is the kernel's counts before the session's first process was
-	// forked (see MarkPids); marked is false without them.
-	mark   pidMark
-	marked bool
 }
 
 // NewSession returns an empty cgroup for one session: a spare one if there
@@ -366,13 +361,6 @@ func (c *Cgroup) Killed() bool { return c.killed.Load() }
 // unshare a cgroup namespace (CLONE_NEWCGROUP) after its clone into c:
 // [NewRoot] found that this host can.
 func (c *Cgroup) UnshareNamespace() bool { return c.root != nil && c.root.namespace }
-
-// MarkPids notes the kernel's counts of forks and tasks. The spawner calls
-// it just before it forks a session's first process into c with a cgroup
-// namespace: [Cgroup.KillNamespace] can then look only at the pids the
-// kernel gave since, instead of at every process on the machine. Without
-// a mark, or when the counts say that is not safe, it scans /proc.
-func (c *Cgroup) MarkPids() { c.mark, c.marked = markPids() }
 
 // OpenNamespace holds the cgroup namespace of a session just started with
 // one (leader is its shell), so that its processes are found, and killed
@@ -595,11 +583,6 @@ type namespace struct {
 	// namespace's number but living in another bgexec session's cgroup is
 	// not this session's (see killOnce).
 	own string
-	// first is the session's first process, forked after mark was taken
-	// (marked); every process of the namespace was forked after it.
-	first  int
-	mark   pidMark
-	marked bool
 }
 
 // openCgroupNamespace opens the cgroup namespace of pid, which must be
@@ -638,7 +621,6 @@ func sessionNamespace(leader int, c *Cgroup) *namespace {
 			return nil
 		}
 		ns.own = "/" + filepath.Base(filepath.Dir(c.dir)) + "/" + filepath.Base(c.dir)
-		ns.first, ns.mark, ns.marked = leader, c.mark, c.marked
 		return ns
 	}
 	return nil
@@ -666,8 +648,7 @@ const nsKillBound = time.Second
 
 // kill SIGKILLs every process in the namespace, wherever its cgroup, and
 // looks again until a look finds none. An error means some may still run.
-// A look probes the pids given since the session's first process when
-// they are known (see arcSince), and scans /proc otherwise.
+// It costs one scan of /proc per look.
 func (n *namespace) kill() error {
 	deadline := time.Now().Add(nsKillBound)
 	buf := make([]byte, 64)
@@ -687,18 +668,9 @@ func (n *namespace) kill() error {
 	}
 }
 
-// killOnce SIGKILLs the processes of the namespace one look finds, and
-// counts them.
+// killOnce SIGKILLs the processes /proc shows in the namespace, and
+// counts them. A zombie has left every namespace, so it is not counted.
 func (n *namespace) killOnce(buf []byte) (int, error) {
-	if n.marked {
-		if pids, ok := arcSince(n.first, n.mark); ok {
-			found := 0
-			for _, pid := range pids {
-				found += n.killMember(strconv.Itoa(pid), buf)
-			}
-			return found, nil
-		}
-	}
 	d, err := os.Open("/proc")
 	if err != nil {
 		return 0, err
@@ -713,25 +685,18 @@ func (n *namespace) killOnce(buf []byte) (int, error) {
 		if name[0] < '1' || name[0] > '9' {
 			continue
 		}
-		found += n.killMember(name, buf)
+		k, err := unix.Readlink("/proc/"+name+"/ns/cgroup", buf)
+		if err != nil || string(buf[:k]) != n.link {
+			continue
+		}
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == os.Getpid() || n.stranger(name) {
+			continue
+		}
+		_ = unix.Kill(pid, unix.SIGKILL) // Best effort: the next look tells.
+		found++
 	}
 	return found, nil
-}
-
-// killMember SIGKILLs process name (a /proc entry) if it is in the
-// namespace, and returns 1 if it was. A zombie has left every namespace,
-// so it is not counted; nor is a pid nothing holds.
-func (n *namespace) killMember(name string, buf []byte) int {
-	k, err := unix.Readlink("/proc/"+name+"/ns/cgroup", buf)
-	if err != nil || string(buf[:k]) != n.link {
-		return 0
-	}
-	pid, err := strconv.Atoi(name)
-	if err != nil || pid == os.Getpid() || n.stranger(name) {
-		return 0
-	}
-	_ = unix.Kill(pid, unix.SIGKILL) // Best effort: the next look tells.
-	return 1
 }
 
 // stranger reports whether process name (a /proc entry) lives in the

@@ -178,3 +178,65 @@ func newTestRoot(t *testing.T) *Root {
 	t.Cleanup(func() { assert.NoError(t, root.Remove()) })
 	return root
 }
+
+// A root session chooses its processes' pids: it can set the kernel's pid
+// cursor (/proc/sys/kernel/ns_last_pid), or ask for a pid (clone3's
+// set_tid). A process of its namespace that left its cgroup must still
+// be killed at its end, whatever its pid: the attack forks one far from
+// the session's other pids, moves it into the registry's cgroup, and puts
+// the cursor back next to the shell's pid before it exits.
+func TestCgroupNamespaceKillFindsAProcessOfAnyPid(t *testing.T) {
+	t.Parallel()
+	root := newTestRoot(t)
+	if !root.namespace {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no cgroup namespaces for sessions here (needs CAP_SYS_ADMIN)")
+		}
+		t.Skip("no cgroup namespaces for sessions here (needs CAP_SYS_ADMIN)")
+	}
+	cg, err := root.NewSession()
+	require.NoError(t, err)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	script := `f=$$; max=$(cat /proc/sys/kernel/pid_max)
+far=$(( (f + 5000) % (max - 1000) + 500 ))
+echo $far > /proc/sys/kernel/ns_last_pid || exit 9
+sleep 300 </dev/null >/dev/null 2>&1 &
+p=$!
+echo $p > "$2/cgroup.procs" || exit 8
+echo $f > /proc/sys/kernel/ns_last_pid
+echo $p > "$1"`
+	cmd := exec.Command("/bin/sh", "-c", script, "sh", pidFile, root.Dir())
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.FD(), Unshareflags: unix.CLONE_NEWCGROUP}
+	require.NoError(t, cmd.Start())
+	cg.OpenNamespace(cmd.Process.Pid)
+	require.True(t, cg.Namespaced(), "the session's namespace is held")
+	err = cmd.Wait()
+	cg.CloseFD()
+	t.Cleanup(func() {
+		cg.ns.close()
+		assert.NoError(t, cg.Remove(10*time.Second))
+	})
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 9 && os.Getenv("CI") != "true" {
+		t.Skip("this host may not set the pid cursor (CAP_SYS_ADMIN over the init pid namespace)")
+	}
+	require.NoError(t, err, "the attack's steps ran")
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL) })
+	left, err := cg.Procs()
+	require.NoError(t, err)
+	require.NotContains(t, left, pid, "the sleep left the session's cgroup")
+
+	require.NoError(t, cg.KillNamespace())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := ReadStat(pid)
+		if Gone(err) || err == nil && !st.Live() {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the process of pid %d that left the cgroup still runs", pid)
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -65,15 +65,11 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		return nil, err
 	}
 	contain.CloseOnExecAbove2()
-	namespaced := cmd.SysProcAttr.Unshareflags&unix.CLONE_NEWCGROUP != 0
-	if namespaced {
-		spec.cgroup.MarkPids() // before the fork: the namespace's pids are all given after it
-	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	c := &osChild{peak: -1, leader: cmd.Process.Pid, cmd: cmd, cg: spec.cgroup, wrapped: spec.wrap != nil}
-	if namespaced {
+	if cmd.SysProcAttr.Unshareflags&unix.CLONE_NEWCGROUP != 0 {
 		spec.cgroup.OpenNamespace(c.leader)
 	}
 	if fd, err := unix.PidfdOpen(c.leader, unix.PIDFD_NONBLOCK); err == nil {
