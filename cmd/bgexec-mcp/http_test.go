@@ -35,11 +35,7 @@ func (h *httpServer) postInitBody(t *testing.T, origin string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.endpoint, strings.NewReader(initBody))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+h.token)
+	req := h.request(ctx, t, "", strings.NewReader(initBody))
 	if origin != "" {
 		req.Header.Set("Origin", origin)
 	}
@@ -80,9 +76,18 @@ func (h *httpServer) call(ctx context.Context, t *testing.T, session string, bod
 	return readRawResponse(t, resp)
 }
 
-// post sends body to the endpoint with the token, and session's id when
-// it is not "".
+// post sends body to the endpoint (see request).
 func (h *httpServer) post(ctx context.Context, t *testing.T, session string, body io.Reader) *http.Response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(h.request(ctx, t, session, body))
+	require.NoError(t, err)
+	return resp
+}
+
+// request is a POST of body to the endpoint with the token, the headers
+// a client sends, and session's id when it is not "". A *os.File body is
+// sent with its length.
+func (h *httpServer) request(ctx context.Context, t *testing.T, session string, body io.Reader) *http.Request {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.endpoint, body)
 	require.NoError(t, err)
@@ -98,9 +103,7 @@ func (h *httpServer) post(ctx context.Context, t *testing.T, session string, bod
 		req.Header.Set("Mcp-Session-Id", session)
 		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	return resp
+	return req
 }
 
 // readRawResponse reads the JSON-RPC response from an HTTP response's
@@ -246,12 +249,8 @@ func TestHTTPBodyPeakMemory(t *testing.T) {
 			}
 			pw.CloseWithError(err)
 		}()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, hs.endpoint, pr)
-		require.NoError(t, err)
+		req := hs.request(ctx, t, "", pr)
 		req.ContentLength = -1 // chunked: the server cannot know the size
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+hs.token)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "a %d-byte body", size)
