@@ -83,6 +83,7 @@ func TestPendingBufKeepsArrivalOrderAndPerStreamCaps(t *testing.T) {
 func FuzzOutputBuf(f *testing.F) {
 	f.Add([]byte("hello\nworld\n"), []byte{0, 1, 0, 2}, uint8(3))
 	f.Add([]byte("héllo wörld 你好 😀"), []byte{1, 1, 1}, uint8(1))
+	f.Add([]byte("a\n\nb\nc\n\n\nd\ne\nfg\n\nh\n\n\n\ni\n"), []byte{24, 0, 4, 20, 8, 1, 12, 16, 0, 24}, uint8(9))
 	f.Fuzz(func(t *testing.T, data []byte, ops []byte, capSeed uint8) {
 		limit := int(capSeed%16) + 1
 		text := []rune(strings.ToValidUTF8(string(data), "?"))
@@ -94,6 +95,7 @@ func FuzzOutputBuf(f *testing.F) {
 		pend := [2][]rune{}
 		var order []int // stream of each pending rune, in arrival order
 		var orderRunes []rune
+		var lfs int64 // LFs ever added
 		for i := 0; len(text) > 0 && i < len(ops); i++ {
 			op := ops[i]
 			if op%4 == 3 {
@@ -111,6 +113,10 @@ func FuzzOutputBuf(f *testing.F) {
 			if len(model) > limit {
 				model = model[len(model)-limit:]
 			}
+			lfs += int64(strings.Count(string(chunk), "\n"))
+			live := strings.Count(string(model), "\n")
+			require.Equal(t, live, o.agg.newlines, "LFs retained")
+			require.Equal(t, lfs-int64(live), o.agg.droppedNewlines, "LFs dropped")
 			pend[s] = append(pend[s], chunk...)
 			for _, r := range chunk {
 				order = append(order, int(s))

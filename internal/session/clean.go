@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/bgexec/bgexec/internal/termtext"
@@ -28,9 +29,13 @@ type streamCleaner struct {
 }
 
 // plain reports whether p is kept as it is: each byte one code point, no
-// terminal events, and the cleaner's state unchanged.
-func (c *streamCleaner) plain(p []byte) bool {
-	return !c.pty && !c.busy && isPlain(p)
+// terminal events, and the cleaner's state unchanged. It also returns the
+// LFs p holds, which the retained text counts.
+func (c *streamCleaner) plain(p []byte) (ok bool, newlines int) {
+	if c.pty || c.busy {
+		return false, 0
+	}
+	return isPlain(p)
 }
 
 // clean appends the cleaned text of p to dst, with its length in code
@@ -89,18 +94,22 @@ func notPlain(w uint64) uint64 {
 }
 
 // isPlain reports whether every byte of p is printable ASCII, TAB, LF or
-// CR. plainPrefix passes over the printable ASCII and LF of text lines
-// (16 bytes a step on amd64, a word elsewhere) and stops at a block with
-// anything else, which is then checked exactly a word at a time.
-func isPlain(p []byte) bool {
+// CR, and how many LFs p holds when it is. plainPrefix passes over the
+// printable ASCII and LF of text lines, counting the LFs (64 bytes a step
+// on amd64, a word elsewhere), and stops at a block with anything else,
+// which is then checked exactly a word at a time.
+func isPlain(p []byte) (ok bool, newlines int) {
 	for {
-		p = p[plainPrefix(p):]
-		k := min(len(p), 64)
+		k, lfs := plainPrefix(p)
+		newlines += lfs
+		p = p[k:]
+		k = min(len(p), 64)
 		if !plainExact(p[:k]) {
-			return false
+			return false, 0
 		}
+		newlines += bytes.Count(p[:k], nl)
 		if k == len(p) {
-			return true
+			return true, newlines
 		}
 		p = p[k:]
 	}

@@ -35,8 +35,8 @@ func BenchmarkIngestReads(b *testing.B) {
 		b.SetBytes(reads * ReadChunk)
 		for b.Loop() {
 			for range reads {
-				if sc.plain(chunk) {
-					o.add(Stdout, chunk, len(chunk))
+				if ok, lfs := sc.plain(chunk); ok {
+					o.addLines(Stdout, chunk, len(chunk), lfs)
 					continue
 				}
 				text, n, _ := sc.clean(buf[:0], chunk)

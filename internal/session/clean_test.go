@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -27,12 +28,15 @@ func TestIsPlainFindsABadByteAnywhere(t *testing.T) {
 	line := []byte(strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyz \t\r", 3) + "\n")
 	for size := range 200 {
 		p := bytes.Repeat(line, 2)[:size]
-		require.True(t, isPlain(p), "size %d", size)
+		ok, lfs := isPlain(p)
+		require.True(t, ok, "size %d", size)
+		require.Equal(t, bytes.Count(p, nl), lfs, "size %d", size)
 		for i := range size {
 			for _, b := range []byte{0x00, 0x07, 0x08, 0x0b, 0x0c, 0x0e, 0x1b, 0x1f, 0x7f, 0x80, 0x9b, 0xc2, 0xe2, 0xff} {
 				q := bytes.Clone(p)
 				q[i] = b
-				require.False(t, isPlain(q), "size %d, %#02x at %d", size, b, i)
+				ok, _ := isPlain(q)
+				require.False(t, ok, "size %d, %#02x at %d", size, b, i)
 			}
 		}
 	}
@@ -41,31 +45,68 @@ func TestIsPlainFindsABadByteAnywhere(t *testing.T) {
 func TestPlainPrefixStopsOnlyWhereItMust(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 5))
 	passes := func(b byte) bool { return b == '\n' || (b >= 0x20 && b < 0x7f) }
-	for _, f := range []struct {
-		name string
-		fn   func([]byte) int
-	}{{"plainPrefix", plainPrefix}, {"plainPrefixWords", plainPrefixWords}} {
+	variants := plainPrefixVariants(t)
+	variants = append(variants, plainPrefixVariant{"plainPrefixWords", 8, func(p []byte) (int, int) {
+		k := plainPrefixWords(p)
+		return k, bytes.Count(p[:k], nl)
+	}})
+	for _, f := range variants {
 		for range 20000 {
 			p := make([]byte, rng.IntN(300))
 			for i := range p {
 				p[i] = "abc XYZ~!\n"[rng.IntN(10)]
 			}
-			k := f.fn(p)
+			k, lfs := f.fn(p)
 			require.LessOrEqual(t, k, len(p), f.name)
-			require.GreaterOrEqual(t, k, len(p)&^15, "%s: a plain stream of %d bytes", f.name, len(p))
+			require.GreaterOrEqual(t, k, len(p)&^(f.block-1), "%s: a plain stream of %d bytes", f.name, len(p))
+			require.Equal(t, bytes.Count(p[:k], nl), lfs, "%s: LFs in a prefix of %d", f.name, k)
 			if len(p) > 0 && rng.IntN(2) == 0 {
 				i := rng.IntN(len(p))
 				p[i] = byte(rng.IntN(256))
-				k = f.fn(p)
+				k, lfs = f.fn(p)
 				if !passes(p[i]) {
 					require.LessOrEqual(t, k, i, "%s: %#02x at %d", f.name, p[i], i)
 				}
+				require.Equal(t, bytes.Count(p[:k], nl), lfs, "%s: LFs in a prefix of %d", f.name, k)
 			}
 			for i, b := range p[:k] {
 				require.True(t, passes(b), "%s: %#02x at %d within the prefix of %d", f.name, b, i, k)
 			}
 		}
 	}
+}
+
+// TestPlainPrefixEveryByteInEveryLane puts each of the 256 byte values at
+// each position of a 128-byte plain text with LFs: the prefix must stop
+// at or before it exactly when the byte is not printable ASCII or LF, and
+// count the LFs before where it stops.
+func TestPlainPrefixEveryByteInEveryLane(t *testing.T) {
+	base := []byte(strings.Repeat("ab\ncd ~\n!", 15)[:128])
+	for _, f := range plainPrefixVariants(t) {
+		for b := range 256 {
+			for i := range len(base) {
+				p := bytes.Clone(base)
+				p[i] = byte(b)
+				k, lfs := f.fn(p)
+				if b == '\n' || (b >= 0x20 && b < 0x7f) {
+					require.Equal(t, len(p), k, "%s: %#02x at %d", f.name, b, i)
+				} else {
+					require.LessOrEqual(t, k, i, "%s: %#02x at %d", f.name, b, i)
+					require.GreaterOrEqual(t, k, i&^(f.block-1), "%s: %#02x at %d", f.name, b, i)
+				}
+				require.Equal(t, bytes.Count(p[:k], nl), lfs, "%s: %#02x at %d", f.name, b, i)
+			}
+		}
+	}
+}
+
+// plainPrefixVariant is one implementation of plainPrefix; block is the
+// size of the blocks it passes over (the prefix is a multiple of it, and
+// a plain text leaves less than a block).
+type plainPrefixVariant struct {
+	name  string
+	block int
+	fn    func([]byte) (int, int)
 }
 
 func TestCleanerAtRest(t *testing.T) {
@@ -103,7 +144,10 @@ func cleanChunks(pty bool, chunks [][]byte) (string, int) {
 	var out []byte
 	total := 0
 	for _, p := range chunks {
-		if sc.plain(p) {
+		if ok, lfs := sc.plain(p); ok {
+			if lfs != bytes.Count(p, nl) {
+				panic(fmt.Sprintf("plain counted %d LFs in %q", lfs, p))
+			}
 			out = append(out, p...)
 			total += len(p)
 			continue

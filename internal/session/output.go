@@ -1,6 +1,9 @@
 package session
 
-import "strings"
+import (
+	"bytes"
+	"strings"
+)
 
 // StreamID names a session's output stream.
 type StreamID uint8
@@ -72,16 +75,21 @@ func newOutputWith(maxChars, pendingChars, headChars int, split bool) output {
 
 // add appends cleaned text (valid UTF-8 of n code points) from stream s.
 func (o *output) add(s streamID, text []byte, n int) {
+	o.addLines(s, text, n, bytes.Count(text, nl))
+}
+
+// addLines is add for text whose LFs the caller has counted.
+func (o *output) addLines(s streamID, text []byte, n, newlines int) {
 	if n == 0 {
 		return
 	}
 	at := o.totalChars
 	o.totalChars += int64(n)
-	o.agg.append(text, n)
+	o.agg.appendLines(text, n, newlines)
 	o.pending.append(s, text, n, at)
 	o.head.append(text, n)
 	if o.split != nil {
-		o.split[s].append(text, n)
+		o.split[s].appendLines(text, n, newlines)
 	}
 }
 

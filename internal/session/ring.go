@@ -116,7 +116,11 @@ func (r *runeRing) offsetOf(k int) int {
 	return len(a) + j
 }
 
-func (r *runeRing) append(p []byte, n int) {
+// append adds valid UTF-8 text p of n code points.
+func (r *runeRing) append(p []byte, n int) { r.appendLines(p, n, bytes.Count(p, nl)) }
+
+// appendLines is append for text whose LFs the caller has counted.
+func (r *runeRing) appendLines(p []byte, n, newlines int) {
 	if n == 0 {
 		return
 	}
@@ -126,20 +130,28 @@ func (r *runeRing) append(p []byte, n int) {
 		skip := n - r.limit
 		r.dropped += int64(r.runes + skip)
 		cut := runeStart(p, n, skip)
-		r.droppedNewlines += int64(r.newlines + bytes.Count(p[:cut], nl))
 		p = p[cut:]
+		kept := bytes.Count(p, nl)
+		r.droppedNewlines += int64(r.newlines + newlines - kept)
 		r.head, r.size, r.runes = 0, 0, 0
 		if r.viewed || len(p) > len(r.buf) {
 			r.buf, r.viewed = make([]byte, grown(len(p))), false
 		}
 		r.size = copy(r.buf, p)
 		r.runes = r.limit
-		r.newlines = bytes.Count(p, nl)
+		r.newlines = kept
 		return
 	}
 	if over := r.runes + n - r.limit; over > 0 {
 		off := r.offsetOf(over)
-		gone := r.countNewlines(0, off)
+		// The LFs dropped, counted in whichever side of the cut is
+		// shorter: the live count covers both.
+		var gone int
+		if off <= r.size-off {
+			gone = r.countNewlines(0, off)
+		} else {
+			gone = r.newlines - r.countNewlines(off, r.size)
+		}
 		r.newlines -= gone
 		r.droppedNewlines += int64(gone)
 		r.head = (r.head + off) % max(len(r.buf), 1)
@@ -147,7 +159,7 @@ func (r *runeRing) append(p []byte, n int) {
 		r.runes -= over
 		r.dropped += int64(over)
 	}
-	r.newlines += bytes.Count(p, nl)
+	r.newlines += newlines
 	tail := r.head + r.size
 	switch {
 	case r.viewed && tail+len(p) > len(r.buf):

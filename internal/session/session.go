@@ -12,6 +12,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -339,13 +340,13 @@ func (s *Session) readStream(id streamID, r io.Reader) {
 				s.answer(replies)
 			}
 		}
-		if sc.plain(p) {
-			s.ingest(id, p, len(p), len(p), termtext.Events{})
+		if ok, newlines := sc.plain(p); ok {
+			s.ingest(id, p, len(p), newlines, len(p), termtext.Events{})
 			return
 		}
 		bp := pool.get()
 		text, n, ev := sc.clean((*bp)[:0], p)
-		s.ingest(id, text, n, len(p), ev)
+		s.ingest(id, text, n, bytes.Count(text, nl), len(p), ev)
 		*bp = text[:cap(text)] // keep the (possibly grown) buffer at full length
 		pool.put(bp)
 	}
@@ -355,18 +356,18 @@ func (s *Session) readStream(id streamID, r io.Reader) {
 		pumpReader(r, pool, sink)
 	}
 	text, n := sc.flush()
-	s.ingest(id, text, n, 0, termtext.Events{})
+	s.ingest(id, text, n, bytes.Count(text, nl), 0, termtext.Events{})
 }
 
-// ingest records cleaned text and terminal events from one read of raw
-// bytes.
-func (s *Session) ingest(id streamID, text []byte, n, raw int, ev termtext.Events) {
+// ingest records cleaned text (n code points, newlines of them LF) and
+// terminal events from one read of raw bytes.
+func (s *Session) ingest(id streamID, text []byte, n, newlines, raw int, ev termtext.Events) {
 	s.mu.Lock()
 	if raw > 0 {
 		s.rawBytes += int64(raw)
 		s.lastOutput = time.Now()
 	}
-	s.out.add(id, text, n)
+	s.out.addLines(id, text, n, newlines)
 	s.spill.queue(text)
 	if s.opts.PTY {
 		switch {
