@@ -347,6 +347,7 @@ func TestSandboxPoolCloseLeavesNoSandbox(t *testing.T) {
 // job) ends with it however it ends; a kill keeps the grace period and
 // reports the signal; a write to any cgroup.procs is refused.
 func TestSandboxPoolContainment(t *testing.T) {
+	requireBwrap(t)
 	t.Parallel()
 	for _, end := range []string{"kill", "timeout", "close"} {
 		t.Run("nothing outlives the session after "+end, func(t *testing.T) {
