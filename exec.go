@@ -451,7 +451,7 @@ func (sc *Scope) run(ctx context.Context, s *session.Session, background bool, y
 		yieldC = t.C
 	}
 	select {
-	case <-s.Done():
+	case <-s.Recorded():
 	case <-s.LeftBehind():
 		// The shell exited, but processes it started run on (`server &`):
 		// they are kept as a background session, reported at once.

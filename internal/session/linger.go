@@ -50,7 +50,7 @@ func (s *Session) Lingered() ([]Lingering, *int) {
 // awaitLeftovers handles the processes the shell left behind, when nobody
 // asked the session to end: it records them and, when the session keeps
 // them, waits until they are gone.
-func (s *Session) awaitLeftovers() {
+func (s *Session) awaitLeftovers(readers *readerCount) {
 	l, ok := s.opts.Proc.(Lingerer)
 	if !ok {
 		return
@@ -61,7 +61,7 @@ func (s *Session) awaitLeftovers() {
 	if asked {
 		return // a kill or timeout ends them all
 	}
-	rest := l.Lingering(s.outputHeld())
+	rest := l.Lingering(s.outputHeld(readers))
 	if len(rest) == 0 {
 		return
 	}
@@ -84,9 +84,15 @@ func (s *Session) awaitLeftovers() {
 }
 
 // outputHeld reports, without waiting, whether some process still holds a
-// write end of the session's output: a read end whose writers are all
-// gone polls as hung up, whatever data is still in it.
-func (s *Session) outputHeld() bool {
+// write end of the session's output: not when every reader has reached
+// its stream's end already, and a read end whose writers are all gone
+// polls as hung up, whatever data is still in it.
+func (s *Session) outputHeld(readers *readerCount) bool {
+	select {
+	case <-readers.done:
+		return false
+	default:
+	}
 	for _, r := range s.opts.Outputs {
 		f, ok := r.(*os.File)
 		if !ok {

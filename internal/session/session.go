@@ -17,6 +17,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,18 @@ type Process interface {
 	// Release frees what outlives the process (its cgroup). An error means
 	// processes of the session may still run.
 	Release() error
+}
+
+// LateReaper is an optional interface of a Process whose exited leader's
+// status can be read before it is reaped. The session then records its
+// end first and reaps after, so a call waiting for the end (a foreground
+// exec) does not wait for the reaping and the host's bookkeeping that goes
+// with it. Recorded is closed before, Done after.
+type LateReaper interface {
+	// ExitStatus is the exited leader's wait status, read without reaping
+	// it; ok is false when the Process must be reaped before its end is
+	// recorded (Reap is then called first, as without this interface).
+	ExitStatus() (ws syscall.WaitStatus, ok bool)
 }
 
 // Reason says how a session ended.
@@ -166,8 +179,9 @@ const (
 
 // Session is one spawned command. All methods are safe for concurrent use.
 type Session struct {
-	opts Options // immutable after Start
-	done chan struct{}
+	opts     Options       // immutable after Start
+	recorded chan struct{} // closed once the end is recorded (Recorded)
+	done     chan struct{} // closed once the owner goroutine's work is over (Done)
 
 	// term is the emulated screen of a PTY session; nil for pipes. It has
 	// its own lock.
@@ -224,6 +238,7 @@ type Session struct {
 func New(o Options) *Session {
 	s := &Session{
 		opts:         o,
+		recorded:     make(chan struct{}),
 		done:         make(chan struct{}),
 		stdin:        o.Stdin,
 		stdinSem:     make(chan struct{}, 1),
@@ -267,7 +282,14 @@ func (s *Session) Waiting() int {
 	return s.waiters
 }
 
-// Done is closed once the end is recorded and Options.Ended has returned.
+// Recorded is closed once the end is recorded and Options.Ended has
+// returned: the end's report is complete. The exited leader may not be
+// reaped yet, nor the session's descriptors closed (see [LateReaper]);
+// Done waits for that too.
+func (s *Session) Recorded() <-chan struct{} { return s.recorded }
+
+// Done is closed after Recorded, once the leader is reaped and the
+// session's descriptors are closed: the owner goroutine's work is over.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // broadcastLocked wakes everyone waiting for a change. s.mu must be held.
@@ -438,15 +460,31 @@ func (s *Session) answer(reply []byte) {
 }
 
 // run is the owner goroutine: it waits for the exit, ends what is left of
-// the process group, drains the output, and records the end.
+// the process group, drains the output, and records the end. A Process
+// that can tell the exit status before the reaping (LateReaper) is reaped
+// after the end is recorded, and the output descriptors are closed then
+// too: neither changes the end's report.
 func (s *Session) run(readers *readerCount) {
 	p := s.opts.Proc
 	_ = p.AwaitExit() // an error means the wait failed: reap tells the rest
-	s.awaitLeftovers()
+	s.awaitLeftovers(readers)
 	// Whatever is still left ends with the session: once it is over nobody
 	// could stop it through the tool any more.
 	_ = p.SignalGroup(syscall.SIGKILL) // failures surface through Release
-	ws, err := p.Reap()
+	var (
+		ws     syscall.WaitStatus
+		err    error
+		reaped bool
+	)
+	if lr, ok := p.(LateReaper); ok {
+		ws, ok = lr.ExitStatus()
+		reaped = !ok
+	} else {
+		reaped = true
+	}
+	if reaped {
+		ws, err = p.Reap()
+	}
 	s.drain(readers)
 	s.spill.finish()
 	if s.term != nil {
@@ -454,11 +492,6 @@ func (s *Session) run(readers *readerCount) {
 	}
 
 	s.lockInputNow()
-	for _, r := range s.opts.Outputs {
-		if c, ok := r.(io.Closer); ok {
-			_ = c.Close() // read side: nothing to flush
-		}
-	}
 	if c, ok := s.stdin.(io.Closer); ok && !s.opts.PTY {
 		_ = c.Close() // the child is gone: nobody reads it
 	}
@@ -491,10 +524,23 @@ func (s *Session) run(readers *readerCount) {
 	}
 	s.broadcastLocked()
 	s.mu.Unlock()
-	// The registry hears of the end before Done closes, so whoever waits
-	// on Done finds its bookkeeping (expiry, event queue) done too.
+	// The registry hears of the end before Recorded closes, so whoever
+	// waits on it finds its bookkeeping (expiry, event queue) done too.
 	if s.opts.Ended != nil {
 		s.opts.Ended(s)
+	}
+	close(s.recorded)
+	// Let the woken caller (it is this P's next goroutine) run first: the
+	// rest is clean-up nobody waits for but Close.
+	runtime.Gosched()
+
+	if !reaped {
+		_, _ = p.Reap() // the status is known: this only frees the pid
+	}
+	for _, r := range s.opts.Outputs {
+		if c, ok := r.(io.Closer); ok {
+			_ = c.Close() // read side, read to its end: nothing to flush
+		}
 	}
 	close(s.done)
 }

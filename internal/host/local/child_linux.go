@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host"
@@ -48,6 +49,7 @@ type osChild struct {
 // so that no capability goes missing unnoticed.
 var (
 	_ session.Process       = (*osChild)(nil)
+	_ session.LateReaper    = (*osChild)(nil)
 	_ session.Lingerer      = (*osChild)(nil)
 	_ session.TreeLister    = (*osChild)(nil)
 	_ session.LimitReporter = (*osChild)(nil)
@@ -144,6 +146,69 @@ func (c *osChild) Reap() (syscall.WaitStatus, error) {
 	return c.wrappedStatus(c.cmd.ProcessState.Sys().(syscall.WaitStatus)), nil
 }
 
+// ExitStatus reads the exited leader's status, and its CPU time for
+// EndUsage, with waitid's WNOWAIT, leaving the zombie: the session records
+// its end first and reaps after (see [session.LateReaper]). The zombie
+// keeps the pid, and so the process group id, from reuse until then. Not
+// with a cgroup, which is removed at the end's recording (Release) and
+// must not still hold the unreaped leader then; and not if the leader has
+// not exited (AwaitExit failed), which Reap then waits for.
+func (c *osChild) ExitStatus() (syscall.WaitStatus, bool) {
+	if c.cg != nil || c.pidfd == nil {
+		return 0, false
+	}
+	var info unix.Siginfo
+	var ru unix.Rusage
+	for {
+		err := unix.Waitid(unix.P_PID, c.leader, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, &ru)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, false
+		}
+		break
+	}
+	pid, code, status := sigchld(&info)
+	if pid != c.leader {
+		return 0, false // WNOHANG found nothing: not exited yet
+	}
+	var ws syscall.WaitStatus
+	switch code {
+	case cldExited:
+		ws = syscall.WaitStatus(status&0xff) << 8
+	case cldKilled:
+		ws = syscall.WaitStatus(status & 0x7f)
+	case cldDumped:
+		ws = syscall.WaitStatus(status&0x7f) | 0x80
+	default:
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.usage = &syscall.Rusage{Utime: syscall.Timeval(ru.Utime), Stime: syscall.Timeval(ru.Stime)}
+	return c.wrappedStatus(ws), true
+}
+
+// The si_code values of a child's end (<asm-generic/siginfo.h>).
+const (
+	cldExited = 1
+	cldKilled = 2
+	cldDumped = 3
+)
+
+// sigchld reads si_pid, si_code and si_status from a SIGCHLD siginfo:
+// the union after the three ints starts at the next pointer-aligned
+// offset (16 on 64-bit, 12 on 32-bit), with si_pid first and si_status
+// two ints on.
+func sigchld(info *unix.Siginfo) (pid int, code int32, status int32) {
+	const union = (12 + unsafe.Sizeof(uintptr(0)) - 1) &^ (unsafe.Sizeof(uintptr(0)) - 1)
+	base := unsafe.Pointer(info)
+	pid = int(*(*int32)(unsafe.Add(base, union)))
+	status = *(*int32)(unsafe.Add(base, union+8))
+	return pid, info.Code, status
+}
+
 // EndUsage is the CPU time, in milliseconds, the session's processes used,
 // from the leader's reaping (wait4's rusage): the leader's and that of
 // every descendant it, or one of its waited-for children, reaped. A
@@ -158,7 +223,7 @@ func (c *osChild) EndUsage() (cpuMs int64, ok bool) {
 		return 0, false
 	}
 	u := c.usage
-	return (u.Utime.Sec+u.Stime.Sec)*1000 + (u.Utime.Usec+u.Stime.Usec)/1000, true
+	return int64(u.Utime.Sec+u.Stime.Sec)*1000 + int64(u.Utime.Usec+u.Stime.Usec)/1000, true
 }
 
 // release removes the session's cgroup once its processes are gone. An

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -203,4 +204,66 @@ func TestWrappedStatus(t *testing.T) {
 			assert.Equal(t, c.exitsAs, ws.ExitStatus())
 		})
 	}
+}
+
+// ExitStatus tells an exited leader's status, as Reap will, while the
+// zombie still holds its pid: exits, signal deaths and core dumps, with
+// the CPU time for EndUsage. With a cgroup it declines, and the session
+// reaps first.
+func TestExitStatusBeforeTheReaping(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, Options{Containment: ContainmentOff})
+	dumps := t.TempDir() // where a core dump goes, if the machine writes one
+	for _, c := range []struct {
+		name    string
+		command string
+		check   func(t *testing.T, ws syscall.WaitStatus)
+	}{
+		{"an exit code", "exit 3", func(t *testing.T, ws syscall.WaitStatus) {
+			require.True(t, ws.Exited())
+			assert.Equal(t, 3, ws.ExitStatus())
+		}},
+		{"a signal", "kill -TERM $$", func(t *testing.T, ws syscall.WaitStatus) {
+			require.True(t, ws.Signaled())
+			assert.Equal(t, syscall.SIGTERM, ws.Signal())
+			assert.False(t, ws.CoreDump())
+		}},
+		{"a core dump", "cd " + dumps + " && ulimit -c unlimited 2>/dev/null; kill -QUIT $$", func(t *testing.T, ws syscall.WaitStatus) {
+			require.True(t, ws.Signaled())
+			assert.Equal(t, syscall.SIGQUIT, ws.Signal())
+			if files, _ := os.ReadDir(dumps); len(files) > 0 {
+				assert.True(t, ws.CoreDump(), "a core file was written")
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, err := h.Start(context.Background(), &host.Spec{Command: c.command})
+			require.NoError(t, err)
+			child := st.Process.(*osChild)
+			require.NoError(t, child.AwaitExit())
+			ws, ok := child.ExitStatus()
+			require.True(t, ok, "a child without a cgroup tells its status")
+			c.check(t, ws)
+			stat, err := contain.ReadStat(child.Pid())
+			require.NoError(t, err, "the zombie is still there")
+			assert.Equal(t, byte('Z'), stat.State)
+			_, usageOK := child.EndUsage()
+			assert.True(t, usageOK, "the CPU time is known before the reaping")
+
+			reaped, err := child.Reap()
+			require.NoError(t, err)
+			assert.Equal(t, ws, reaped, "Reap finds the same status")
+			for _, r := range st.Outputs {
+				require.NoError(t, r.(*os.File).Close())
+			}
+			require.NoError(t, child.Release())
+			_, err = contain.ReadStat(child.Pid())
+			assert.Error(t, err, "reaped: the pid is free")
+		})
+	}
+	t.Run("not with a cgroup", func(t *testing.T) {
+		child := &osChild{cg: &contain.Cgroup{}}
+		_, ok := child.ExitStatus()
+		assert.False(t, ok)
+	})
 }
