@@ -68,6 +68,7 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -230,6 +231,29 @@ func cpuTimes() (self, all time.Duration) {
 	return self, self + tv(kids.Utime) + tv(kids.Stime)
 }
 
+// awaitReaped waits, outside the timed window and for at most 10 seconds,
+// until this process has no exited child left to reap. A foreground exec
+// returns once its end is recorded and reaps the shell just after (see
+// session.LateReaper); the child's CPU time joins RUSAGE_CHILDREN only
+// then, and must be counted on the side that ran it, not on the next one.
+// os/exec reaps before Wait returns, so the baseline never waits here.
+func awaitReaped() {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+		// si_pid, the union's first int, is 0 when no child has exited.
+		if err != nil || *(*int32)(unsafe.Add(unsafe.Pointer(&info), siginfoUnion)) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// siginfoUnion is the offset of siginfo_t's union: the three ints before
+// it, aligned to a pointer.
+const siginfoUnion = (12 + unsafe.Sizeof(uintptr(0)) - 1) &^ (unsafe.Sizeof(uintptr(0)) - 1)
+
 // benchSide is what one side of a figure measured.
 type benchSide struct {
 	d     []time.Duration // per operation, one entry per timed call
@@ -254,6 +278,7 @@ func (s *benchSide) time(f func(), batch int) {
 	t0 := time.Now()
 	f()
 	el := time.Since(t0)
+	awaitReaped()
 	own1, c1 := cpuTimes()
 	s.cpu += c1 - c0
 	s.own += own1 - own0
