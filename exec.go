@@ -754,8 +754,8 @@ func defaultWorkdir(def string) string {
 	if def != "" && isDir(def) {
 		return def
 	}
-	if c, err := os.Getwd(); err == nil && isDir(c) {
-		return c
+	if c, err := os.Getwd(); err == nil {
+		return c // the current directory: Getwd fails once it is removed
 	}
 	if h, err := os.UserHomeDir(); err == nil && isDir(h) {
 		return h

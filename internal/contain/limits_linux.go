@@ -762,9 +762,15 @@ func DescriptorRefusal() string {
 	return fmt.Sprintf("Too few file descriptors left in the host process for another session (%d of %d open, %d kept in reserve for the host). Kill or remove a session (process list) and retry.", open, limit, reserve)
 }
 
-// OpenDescriptors counts this process's open descriptors (procfs: one
-// stat of /proc/self/fd on Linux 6.2+, else a directory read).
+// OpenDescriptors counts this process's open descriptors: on Linux 6.2+
+// the size of /proc/self/fd is its number of entries, one stat, which
+// runs before every spawn; elsewhere (a size of 0) procfs reads the
+// directory.
 func OpenDescriptors() (int64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/fd", &st); err == nil && st.Size > 0 {
+		return st.Size, nil
+	}
 	p, err := procfs.Self()
 	if err != nil {
 		return 0, err

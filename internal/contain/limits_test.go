@@ -41,3 +41,22 @@ func TestLimitsV2FilesWritten(t *testing.T) {
 		assert.Equal(t, want, string(b), f)
 	}
 }
+
+// OpenDescriptors counts this process's descriptors: ten pipes more are
+// twenty more.
+func TestOpenDescriptorsCountsWhatIsOpen(t *testing.T) {
+	before, err := OpenDescriptors()
+	require.NoError(t, err)
+	var files []*os.File
+	for range 10 {
+		r, w, err := os.Pipe()
+		require.NoError(t, err)
+		files = append(files, r, w)
+	}
+	after, err := OpenDescriptors()
+	require.NoError(t, err)
+	for _, f := range files {
+		require.NoError(t, f.Close())
+	}
+	assert.Equal(t, before+20, after)
+}
