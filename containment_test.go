@@ -33,7 +33,7 @@ func TestKillWarnsAboutEscapersWithoutCgroups(t *testing.T) {
 	pid, err := strconv.Atoi(strings.TrimPrefix(res.Details.Matched, "escaper "))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); pidGone(t, pid) })
-	waitFor(t, sc, id, "ready")
+	waitForAfter(t, sc, id, res, "^ready$")
 	// The escaper has left the group once it runs sleep in a session of
 	// its own; on a loaded machine that may come after the helper's ready.
 	deadline := time.Now().Add(30 * time.Second)
@@ -65,7 +65,7 @@ func TestCgroupContainment(t *testing.T) {
 	res := waitFor(t, sc, id, `^escaper \d+$`)
 	pid, err := strconv.Atoi(strings.TrimPrefix(res.Details.Matched, "escaper "))
 	require.NoError(t, err)
-	waitFor(t, sc, id, "ready")
+	waitForAfter(t, sc, id, res, "^ready$")
 
 	dirs, _ := filepath.Glob(filepath.Join(root, "s-*"))
 	require.Len(t, dirs, 1, "the session runs in a cgroup of its own")
@@ -277,9 +277,10 @@ func helperExhaustedKill(rest []string) int {
 		return 1
 	}
 	escaper := pids["escaper"]
-	ready, err := sc.Process(ctx, &ProcessRequest{Action: "wait", SessionID: id, Pattern: "^ready$", Timeout: ptr(Number(20000))})
-	if err != nil || ready.Details.Condition != "pattern" {
-		fmt.Println("ready:", err, ready)
+	// In the log, not by a pattern wait: awaitKeys's polls may have taken
+	// the line already, and a wait looks only at output no poll returned.
+	if err := awaitLogLine(ctx, sc, id, "ready"); err != nil {
+		fmt.Println("ready:", err)
 		return 1
 	}
 	s := sessionOf(reg, id)

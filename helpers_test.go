@@ -264,6 +264,30 @@ func awaitKeys(ctx context.Context, sc *Scope, id string, keys ...string) (map[s
 	}
 }
 
+// awaitLogLine waits until the session's log has a line equal to want,
+// or ctx ends. Like awaitKeys it reads the log, so a poll that already
+// returned the line does not hide it.
+func awaitLogLine(ctx context.Context, sc *Scope, id, want string) error {
+	for {
+		res, err := sc.Process(ctx, &ProcessRequest{Action: "log", SessionID: id, Offset: ptr(0)})
+		if err != nil {
+			return err
+		}
+		if slices.Contains(strings.Split(res.Text(), "\n"), want) {
+			return nil
+		}
+		if res.Details.Status != StatusRunning {
+			return fmt.Errorf("session %s ended before printing %q: %q", id, want, res.Text())
+		}
+		if _, err := sc.Process(ctx, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(2000))}); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("session %s: waiting for %q: %w", id, want, ctx.Err())
+		}
+	}
+}
+
 // sessionOf returns the registry's session for id (nil if forgotten).
 func sessionOf(reg *Registry, id string) *session.Session {
 	reg.mu.Lock()

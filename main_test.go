@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -200,6 +201,21 @@ func waitFor(t *testing.T, sc *Scope, id, pattern string) *Result {
 	res := mustProcess(t, sc, &ProcessRequest{Action: "wait", SessionID: id, Pattern: pattern, Timeout: ptr(Number(20000))})
 	require.Equal(t, "pattern", res.Details.Condition, res.Text())
 	return res
+}
+
+// waitForAfter is waitFor for a line that may have come with the output
+// an earlier wait (prev) returned already: a wait matches only output no
+// call has returned, so a line that arrived in the same read as prev's
+// match is looked for in prev's text first.
+func waitForAfter(t *testing.T, sc *Scope, id string, prev *Result, pattern string) {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	for _, line := range strings.Split(prev.Text(), "\n") {
+		if re.MatchString(line) {
+			return
+		}
+	}
+	waitFor(t, sc, id, pattern)
 }
 
 // waitExit waits for the session to end and returns the wait result.
