@@ -156,6 +156,21 @@ func TestKilledCgroupsAreNotReused(t *testing.T) {
 	id := startBackground(t, sc, &ExecRequest{Command: "setsid " + helper("ignore-term") + " >/dev/null & exec " + helper("ignore-term")})
 	waitFor(t, sc, id, "ready")
 	s := sessionOf(reg, id)
+	// The escaper must have left the process group before the kill, or
+	// the group's SIGKILL takes it and the cgroup is seen empty: on a
+	// loaded machine its setsid may come after the leader's ready.
+	deadline := time.Now().Add(30 * time.Second)
+	for escaped := false; !escaped; {
+		pids, err := cgroupOf(s).Procs()
+		require.NoError(t, err)
+		for _, pid := range pids {
+			if ps, ok := readPS(pid); ok && pid != s.Pid() && ps.sid == pid {
+				escaped = true
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "the escaper never left the process group")
+		time.Sleep(10 * time.Millisecond) // a setsid gives this process no event to wait on
+	}
 	mustProcess(t, sc, &ProcessRequest{Action: "kill", SessionID: id})
 	res := waitExit(t, sc, id)
 	require.Equal(t, "SIGKILL", res.Details.ExitSignal, "the grace ran out: %s", res.Text())
