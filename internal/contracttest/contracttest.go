@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,11 +214,20 @@ func terminal(t *testing.T, h Host) {
 	id := res.Details.SessionID
 	r := process(t, sc, &bgexec.ProcessRequest{Action: "resize", SessionID: id, Cols: 101, Rows: 37})
 	require.False(t, r.IsError, r.Text())
-	typed := process(t, sc, &bgexec.ProcessRequest{Action: "send-keys", SessionID: id, Literal: "stty size"})
-	require.False(t, typed.IsError, typed.Text())
-	s := process(t, sc, &bgexec.ProcessRequest{Action: "submit", SessionID: id})
-	require.False(t, s.IsError, s.Text())
-	w := process(t, sc, &bgexec.ProcessRequest{Action: "wait", SessionID: id, Pattern: "37 101", Timeout: ptr(bgexec.Number(30000))})
+	// A remote terminal's resize travels apart from its input (a pod's
+	// resize is a stream of its own), so it may reach the terminal after
+	// the first line typed: ask again until it shows, within 30 s.
+	var w *bgexec.Result
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		typed := process(t, sc, &bgexec.ProcessRequest{Action: "send-keys", SessionID: id, Literal: "stty size"})
+		require.False(t, typed.IsError, typed.Text())
+		s := process(t, sc, &bgexec.ProcessRequest{Action: "submit", SessionID: id})
+		require.False(t, s.IsError, s.Text())
+		w = process(t, sc, &bgexec.ProcessRequest{Action: "wait", SessionID: id, Pattern: "37 101", Timeout: ptr(bgexec.Number(3000))})
+		if strings.Contains(w.Details.Matched, "37 101") || time.Now().After(deadline) {
+			break
+		}
+	}
 	assert.Contains(t, w.Details.Matched, "37 101", w.Text())
 	process(t, sc, &bgexec.ProcessRequest{Action: "send-keys", SessionID: id, Literal: "exit 0"})
 	process(t, sc, &bgexec.ProcessRequest{Action: "submit", SessionID: id})
