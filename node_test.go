@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -123,10 +122,16 @@ func TestNodeBackgroundSessions(t *testing.T) {
 		id := startBackground(t, sc, &ExecRequest{Command: "sleep 1000"})
 		res := mustProcess(t, sc, &ProcessRequest{Action: "wait", SessionID: id, Port: d.port, Timeout: ptr(Number(20000))})
 		assert.Equal(t, "port", res.Details.Condition, res.Text())
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		// A port bound but not listening: nobody accepts on it, and no
+		// parallel test can take it meanwhile (a closed listener's port
+		// could be).
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		require.NoError(t, err)
-		free := l.Addr().(*net.TCPAddr).Port
-		require.NoError(t, l.Close())
+		defer unix.Close(fd)
+		require.NoError(t, unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+		sa, err := unix.Getsockname(fd)
+		require.NoError(t, err)
+		free := sa.(*unix.SockaddrInet4).Port
 		res = mustProcess(t, sc, &ProcessRequest{Action: "wait", SessionID: id, Port: free, Timeout: ptr(Number(300))})
 		assert.Equal(t, "timeout", res.Details.Condition, res.Text())
 		mustProcess(t, sc, &ProcessRequest{Action: "remove", SessionID: id})
