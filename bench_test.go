@@ -250,6 +250,15 @@ func awaitReaped() {
 	}
 }
 
+// awaitGoroutines waits, up to a second, until no more than n goroutines
+// run.
+func awaitGoroutines(n int) {
+	deadline := time.Now().Add(time.Second)
+	for runtime.NumGoroutine() > n && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
 // siginfoUnion is the offset of siginfo_t's union: the three ints before
 // it, aligned to a pointer.
 const siginfoUnion = (12 + unsafe.Sizeof(uintptr(0)) - 1) &^ (unsafe.Sizeof(uintptr(0)) - 1)
@@ -264,6 +273,10 @@ type benchSide struct {
 	// self: the side timed itself (an external peer), so cpu, objs and
 	// bytes are not this process's.
 	self bool
+	// settle: the counters are read, and the next operation starts, only
+	// once every goroutine the operation started has ended (a session's
+	// clean-up after its end was reported counts as its work).
+	settle bool
 }
 
 // ops is the number of operations measured.
@@ -276,8 +289,12 @@ func (s *benchSide) time(f func(), batch int) {
 	o0, b0 := allocCounters()
 	own0, c0 := cpuTimes()
 	t0 := time.Now()
+	g0 := runtime.NumGoroutine()
 	f()
 	el := time.Since(t0)
+	if s.settle {
+		awaitGoroutines(g0)
+	}
 	awaitReaped()
 	own1, c1 := cpuTimes()
 	s.cpu += c1 - c0
@@ -973,6 +990,9 @@ func BenchmarkExec(b *testing.B) {
 		env := benchEnv(b)
 		sc := reg.Scope("bench")
 		var p benchPair
+		// The work a session does after its end is reported (reaping,
+		// the cgroup namespace's sweep) is counted on its side.
+		p.lib.settle, p.base.settle = true, true
 		lib := func() { benchExec(b, sc, &ExecRequest{Command: "true"}, StatusCompleted) }
 		base := func() { rawRun(b, env, "true") }
 		for i := 0; b.Loop(); i++ {

@@ -45,11 +45,20 @@ func hostCgroupDirs() []string {
 const cgroupEscapePayload = `setsid sh -c 'for d in $HOST_CGS; do echo $$ > "$d/cgroup.procs" 2>/dev/null && echo "moved $d"; done; echo escaper $$; exec sleep 300' &
 exec sleep 300`
 
+// cgroupEscapeExitPayload is the attack in a session whose shell then
+// exits on its own: once a line comes on its stdin, after the escaper
+// moved.
+const cgroupEscapeExitPayload = `setsid sh -c 'for d in $HOST_CGS; do echo $$ > "$d/cgroup.procs" 2>/dev/null && echo "moved $d"; done; echo escaper $$; exec sleep 300' </dev/null &
+read line; exit 0`
+
 // helperCgroupEscapeHost is the "cgroup-escape-host" helper: a host whose
 // session runs cgroupEscapePayload with the tag rest[1] in its
 // environment. With rest[0] "close" it closes its registry once the
 // escaper has moved and exits; with "kill" it prints ready and waits to be
-// SIGKILLed. It prints "nocgroup" and exits when it has no session cgroups.
+// SIGKILLed; with "exit" the session runs cgroupEscapeExitPayload, and the
+// helper tells its shell to exit, prints "ended" once the end is reported
+// and waits, its registry open, to be SIGKILLed. It prints "nocgroup" and
+// exits when it has no session cgroups.
 func helperCgroupEscapeHost(rest []string) int {
 	mode, tag := rest[0], rest[1]
 	reg, err := NewRegistry(Config{YieldMs: MaxYieldMs})
@@ -68,7 +77,11 @@ func helperCgroupEscapeHost(rest []string) int {
 	fmt.Println("namespace", rep.CgroupNamespace)
 	fmt.Println("refused", rep.MigrationRefused, rep.Migration)
 	sc := reg.Scope("host")
-	res, err := sc.Exec(ctx, &ExecRequest{Command: cgroupEscapePayload, Background: true,
+	payload, stdin := cgroupEscapePayload, ""
+	if mode == "exit" {
+		payload, stdin = cgroupEscapeExitPayload, "pipe"
+	}
+	res, err := sc.Exec(ctx, &ExecRequest{Command: payload, Background: true, Stdin: stdin,
 		Env: map[string]string{tagEnv: tag, "HOST_CGS": strings.Join(hostCgroupDirs(), " ")}})
 	if err != nil || res.Details.Status != StatusRunning {
 		fmt.Fprintln(os.Stderr, "exec:", err, res)
@@ -91,6 +104,27 @@ func helperCgroupEscapeHost(rest []string) int {
 		}
 	}
 	fmt.Println("escaper", pids["escaper"])
+	if mode == "exit" {
+		id := res.Details.SessionID
+		if w, err := sc.Process(ctx, &ProcessRequest{Action: "write", SessionID: id, Data: "exit\n"}); err != nil || w.Details.Status == StatusFailed {
+			fmt.Fprintln(os.Stderr, "write:", err, w)
+			return 1
+		}
+		for {
+			w, err := sc.Process(ctx, &ProcessRequest{Action: "poll", SessionID: id, Timeout: ptr(Number(1000))})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "wait:", err)
+				return 1
+			}
+			if w.Details.Status != StatusRunning {
+				fmt.Println("ended", w.Details.Status)
+				break
+			}
+		}
+		fmt.Println("ended")
+		time.Sleep(10 * time.Minute)
+		return 0
+	}
 	if mode == "close" {
 		if err := reg.Close(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "close:", err)
@@ -110,9 +144,10 @@ func TestContainmentCgroupMigration(t *testing.T) {
 		t.Skip("the attack writes the host's cgroup.procs, which needs root")
 	}
 	t.Parallel()
-	for _, mode := range []string{"close", "kill"} {
+	for _, mode := range []string{"close", "kill", "exit"} {
 		name := map[string]string{"close": "a session that moved to the host's cgroups ends with Close",
-			"kill": "a session that moved to the host's cgroups ends when the host is SIGKILLed"}[mode]
+			"kill": "a session that moved to the host's cgroups ends when the host is SIGKILLed",
+			"exit": "a session that moved to the host's cgroups ends when its shell exits"}[mode]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tag := newTag(t)
@@ -155,7 +190,7 @@ func TestContainmentCgroupMigration(t *testing.T) {
 				<-readerDone
 				_ = stdout.Close()
 			})
-			want := map[string]string{"close": "closed", "kill": "ready"}[mode]
+			want := map[string]string{"close": "closed", "kill": "ready", "exit": "ended"}[mode]
 			seen := map[string]bool{}
 			timeout := time.NewTimer(60 * time.Second)
 			defer timeout.Stop()
@@ -177,6 +212,13 @@ func TestContainmentCgroupMigration(t *testing.T) {
 				}
 			}
 			assert.True(t, seen["namespace true"], "a root host gives each gateway session a cgroup namespace, and Containment says so")
+			if mode == "exit" {
+				// The host still runs, its registry open: only the
+				// session's end can have killed the escaper.
+				assert.True(t, seen["ended completed"], "the shell exited 0")
+				awaitNoTagged(t, tag)
+				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			}
 			if mode == "kill" {
 				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 			}

@@ -313,7 +313,9 @@ type Cgroup struct {
 	// ns is the session's cgroup namespace (nil without one): every
 	// process of the session is in it, even one that moved to another
 	// cgroup, until it unshares or enters another (CAP_SYS_ADMIN).
-	ns *namespace
+	// keepNS: Remove leaves it held (KeepNamespace).
+	ns     *namespace
+	keepNS bool
 }
 
 // NewSession returns an empty cgroup for one session: a spare one if there
@@ -372,6 +374,19 @@ func (c *Cgroup) OpenNamespace(leader int) { c.ns = sessionNamespace(leader, c) 
 // Namespaced reports whether OpenNamespace holds a namespace for c.
 // Nil-safe.
 func (c *Cgroup) Namespaced() bool { return c != nil && c.ns != nil }
+
+// KeepNamespace makes [Cgroup.Remove] leave the namespace held, for a
+// sweep after the cgroup is removed or kept as a spare: KillNamespace,
+// then ReleaseNamespace. The namespace's number cannot name another
+// namespace until then.
+func (c *Cgroup) KeepNamespace() { c.keepNS = true }
+
+// ReleaseNamespace lets go of the namespace OpenNamespace holds, if any;
+// it is safe to call more than once. KillNamespace then finds nothing.
+func (c *Cgroup) ReleaseNamespace() {
+	c.ns.close()
+	c.ns = nil
+}
 
 // KillNamespace SIGKILLs every process of the session's cgroup namespace
 // (see [Cgroup.OpenNamespace]), wherever its cgroup, and looks again until
@@ -519,7 +534,9 @@ func (c *Cgroup) settle(bound time.Duration) error {
 // then never reused, and the registry retries the kill ([Root.RetryDirty]).
 func (c *Cgroup) Remove(bound time.Duration) error {
 	defer c.CloseFD()
-	defer c.ns.close()
+	if !c.keepNS {
+		defer c.ReleaseNamespace()
+	}
 	if err := c.settle(bound); err != nil {
 		c.root.keepDirty(c.dir)
 		c.lim.release(false)

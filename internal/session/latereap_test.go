@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"io"
 	"sync"
 	"syscall"
@@ -102,5 +103,81 @@ func TestLateReapFallsBackToReapingFirst(t *testing.T) {
 		sn := s.Snapshot(0)
 		require.NotNil(t, sn.Exit.Code)
 		assert.Equal(t, 5, *sn.Exit.Code)
+	})
+}
+
+// sweepProc is a fakeProc with an end sweep (EndSweeper) that waits until
+// released and then fails with err.
+type sweepProc struct {
+	fakeProc
+	release chan struct{}
+	err     error
+	mu2     sync.Mutex
+	atEnd   int // KillAtEnd calls
+	sweeps  int // SweepAfterEnd calls
+	full    int // SIGKILLs through SignalGroup
+}
+
+func (p *sweepProc) SignalGroup(sig syscall.Signal) error {
+	if sig == syscall.SIGKILL {
+		p.mu2.Lock()
+		p.full++
+		p.mu2.Unlock()
+	}
+	return p.fakeProc.SignalGroup(sig)
+}
+
+func (p *sweepProc) KillAtEnd() error {
+	p.mu2.Lock()
+	defer p.mu2.Unlock()
+	p.atEnd++
+	return nil
+}
+
+func (p *sweepProc) SweepAfterEnd() error {
+	<-p.release
+	p.mu2.Lock()
+	defer p.mu2.Unlock()
+	p.sweeps++
+	return p.err
+}
+
+// The end's slow sweep runs after the end is recorded and before Done:
+// the session's own end sends KillAtEnd, not a full SIGKILL, a caller
+// waiting on Recorded is not held up by the sweep, and a sweep that could
+// not end everything is reported in Exit.Leftover once Done closes.
+func TestEndSweepRunsAfterTheEndIsRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, w := io.Pipe()
+		p := &sweepProc{fakeProc: fakeProc{out: w, exited: make(chan struct{})}, release: make(chan struct{}), err: errors.New("1 process of the namespace still ran")}
+		var g sync.WaitGroup
+		s := New(Options{
+			ID: "a-sweep", Proc: p, Outputs: []io.Reader{r}, Pool: &ChunkPool{}, Goroutines: &g,
+			MaxChars: 1000, PendingChars: 1000, DrainTimeout: 1 << 30,
+		})
+		s.Start()
+		p.exit(0)
+		<-s.Recorded()
+		sn := s.Snapshot(0)
+		require.True(t, sn.Ended)
+		assert.NoError(t, sn.Exit.Leftover, "nothing is known to be left when the end is recorded")
+		synctest.Wait()
+		select {
+		case <-s.Done():
+			t.Fatal("Done closed before the sweep")
+		default:
+		}
+		p.mu2.Lock()
+		assert.Equal(t, 1, p.atEnd, "the end's SIGKILL is KillAtEnd")
+		assert.Zero(t, p.full, "and not a full SignalGroup(SIGKILL)")
+		assert.Zero(t, p.sweeps, "the sweep waits")
+		p.mu2.Unlock()
+		close(p.release)
+		<-s.Done()
+		g.Wait()
+		p.mu2.Lock()
+		assert.Equal(t, 1, p.sweeps)
+		p.mu2.Unlock()
+		assert.ErrorContains(t, s.Snapshot(0).Exit.Leftover, "still ran", "a failed sweep is reported by Done")
 	})
 }

@@ -59,6 +59,23 @@ type LateReaper interface {
 	ExitStatus() (ws syscall.WaitStatus, ok bool)
 }
 
+// EndSweeper is an optional interface of a Process whose last SIGKILL,
+// at the session's end, has a slow part that need not hold up the end's
+// report: finding processes that left the session's cgroup takes a look
+// at every process on the host. The session then sends KillAtEnd where
+// it would send SignalGroup(SIGKILL), records the end, and calls
+// SweepAfterEnd after Recorded and before Done: a call waiting for the
+// end (a foreground exec) returns first, and whatever the sweep finds
+// dies a moment later.
+type EndSweeper interface {
+	// KillAtEnd is SignalGroup(SIGKILL) without the slow part.
+	KillAtEnd() error
+	// SweepAfterEnd does the slow part. An error means processes of the
+	// session may still run; it joins Exit.Leftover, which calls that
+	// wait for Done (a kill) report.
+	SweepAfterEnd() error
+}
+
 // Reason says how a session ended.
 type Reason string
 
@@ -463,14 +480,19 @@ func (s *Session) answer(reply []byte) {
 // the process group, drains the output, and records the end. A Process
 // that can tell the exit status before the reaping (LateReaper) is reaped
 // after the end is recorded, and the output descriptors are closed then
-// too: neither changes the end's report.
+// too: neither changes the end's report. So is an EndSweeper's sweep.
 func (s *Session) run(readers *readerCount) {
 	p := s.opts.Proc
 	_ = p.AwaitExit() // an error means the wait failed: reap tells the rest
 	s.awaitLeftovers(readers)
 	// Whatever is still left ends with the session: once it is over nobody
 	// could stop it through the tool any more.
-	_ = p.SignalGroup(syscall.SIGKILL) // failures surface through Release
+	sweeper, sweep := p.(EndSweeper)
+	if sweep {
+		_ = sweeper.KillAtEnd() // failures surface through Release
+	} else {
+		_ = p.SignalGroup(syscall.SIGKILL) // failures surface through Release
+	}
 	var (
 		ws     syscall.WaitStatus
 		err    error
@@ -536,6 +558,13 @@ func (s *Session) run(readers *readerCount) {
 
 	if !reaped {
 		_, _ = p.Reap() // the status is known: this only frees the pid
+	}
+	if sweep {
+		if err := sweeper.SweepAfterEnd(); err != nil {
+			s.mu.Lock()
+			s.exit.Leftover = errors.Join(s.exit.Leftover, err)
+			s.mu.Unlock()
+		}
 	}
 	for _, r := range s.opts.Outputs {
 		if c, ok := r.(io.Closer); ok {

@@ -43,6 +43,7 @@ type osChild struct {
 	usage   *syscall.Rusage // the leader's rusage from its reaping; guarded by mu
 	sent    syscall.Signal  // the last signal other than SIGKILL sent to a wrapped command
 	peak    int64           // the cgroup's peak memory, read by Release; -1 unknown; guarded by mu
+	sweep   bool            // KillAtEnd left the cgroup namespace to SweepAfterEnd; guarded by mu
 }
 
 // What an osChild is to its session and to the tool layer: checked here,
@@ -50,6 +51,7 @@ type osChild struct {
 var (
 	_ session.Process       = (*osChild)(nil)
 	_ session.LateReaper    = (*osChild)(nil)
+	_ session.EndSweeper    = (*osChild)(nil)
 	_ session.Lingerer      = (*osChild)(nil)
 	_ session.TreeLister    = (*osChild)(nil)
 	_ session.LimitReporter = (*osChild)(nil)
@@ -83,10 +85,41 @@ func (c *osChild) waitNoReap() error {
 	}
 }
 
-// signalGroup signals the process group, and the cgroup when there is one.
+// SignalGroup signals the process group, and the cgroup when there is one.
 // Only ESRCH means the group is gone; any other error means some of it may
 // still run, and for SIGKILL it is kept for release to report.
 func (c *osChild) SignalGroup(sig syscall.Signal) error {
+	return c.signalGroup(sig, true)
+}
+
+// KillAtEnd is the SIGKILL at the session's end: SignalGroup's, except
+// that the look for processes that left the cgroup but not its namespace
+// (a scan of every process on the host) is left to SweepAfterEnd, after
+// the end is recorded.
+func (c *osChild) KillAtEnd() error {
+	return c.signalGroup(unix.SIGKILL, false)
+}
+
+// SweepAfterEnd SIGKILLs what is left of the session's cgroup namespace,
+// if KillAtEnd left it, and then lets go of the namespace. The host runs
+// no other session in that namespace, so this is not hurried.
+func (c *osChild) SweepAfterEnd() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.sweep {
+		return nil
+	}
+	c.sweep = false
+	err := c.cg.KillNamespace()
+	c.watchdog.ForgetNamespace(c.cg) // while it is held open: the number is not reused
+	c.cg.ReleaseNamespace()
+	return err
+}
+
+// signalGroup is SignalGroup; a SIGKILL looks for the processes of the
+// cgroup namespace too only when namespace is set, and otherwise leaves
+// them to SweepAfterEnd.
+func (c *osChild) signalGroup(sig syscall.Signal, namespace bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reaped {
@@ -105,7 +138,12 @@ func (c *osChild) SignalGroup(sig syscall.Signal) error {
 			err = errors.Join(err, c.cg.KillLeft())
 			// And those that left the cgroup: root may write itself into
 			// any cgroup.procs, but not out of its namespace.
-			err = errors.Join(err, c.cg.KillNamespace())
+			if namespace {
+				err = errors.Join(err, c.cg.KillNamespace())
+			} else if c.cg.Namespaced() && !c.sweep {
+				c.sweep = true
+				c.cg.KeepNamespace()
+			}
 		} else {
 			err = errors.Join(err, c.cg.Signal(sig))
 		}
@@ -238,8 +276,11 @@ func (c *osChild) Release() error {
 		}
 		c.mu.Lock()
 		c.peak = peak
+		sweep := c.sweep
 		c.mu.Unlock()
-		c.watchdog.ForgetNamespace(c.cg) // while it is held open: the number is not reused
+		if !sweep {
+			c.watchdog.ForgetNamespace(c.cg) // while it is held open: the number is not reused
+		}
 		return c.cg.Remove(time.Second)
 	}
 	c.mu.Lock()
