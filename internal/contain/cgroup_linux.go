@@ -37,6 +37,7 @@ type Root struct {
 	// namespace as a boundary the kernel refuses to migrate across.
 	namespace  bool
 	nsdelegate bool
+	shared     sharedNamespaces // this process's and init's, when namespace
 
 	mu     sync.Mutex // guards spare, dirty and closed
 	spare  []string   // emptied session cgroups kept for reuse
@@ -270,6 +271,7 @@ func (r *Root) probe() error {
 	err = run(unix.CLONE_NEWCGROUP)
 	if err == nil {
 		r.namespace = true
+		r.shared = readSharedNamespaces()
 		return nil
 	}
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) {
@@ -418,6 +420,21 @@ func (c *Cgroup) kill() error {
 		return &os.PathError{Op: "write", Path: path, Err: err}
 	}
 	return nil
+}
+
+// EmptyAfterExit reports whether the cgroup is empty, for a caller that
+// knows the session's leader has exited: an empty cgroup is then recorded
+// as emptied, and KillLeft and Remove need not look again. It reports
+// false when it cannot tell.
+func (c *Cgroup) EmptyAfterExit() bool {
+	if c.emptied.Load() {
+		return true
+	}
+	if pop, err := c.Populated(); err == nil && !pop {
+		c.emptied.Store(true)
+		return true
+	}
+	return false
 }
 
 // KillLeft SIGKILLs every process in the cgroup unless it was seen empty.
@@ -628,35 +645,58 @@ func openCgroupNamespace(pid int) (*namespace, error) {
 // init's are never taken for a session's: killing "every process of the
 // namespace" would then kill the machine.
 func sessionNamespace(leader int, c *Cgroup) *namespace {
-	for _, pid := range append([]int{leader}, procsOrNone(c)...) {
-		ns, err := openCgroupNamespace(pid)
-		if err != nil {
-			continue
+	ns, err := openCgroupNamespace(leader)
+	if err != nil {
+		// The leader is gone already: a process still in the cgroup.
+		pids, _ := c.Procs() // Best effort: none means the leader's was all there was.
+		for _, pid := range pids {
+			if ns, err = openCgroupNamespace(pid); err == nil {
+				break
+			}
 		}
-		if ns.shared() {
-			ns.close()
+		if err != nil {
 			return nil
 		}
-		ns.own = "/" + filepath.Base(filepath.Dir(c.dir)) + "/" + filepath.Base(c.dir)
-		return ns
 	}
-	return nil
+	if ns.shared(c.root) {
+		ns.close()
+		return nil
+	}
+	ns.own = "/" + filepath.Base(filepath.Dir(c.dir)) + "/" + filepath.Base(c.dir)
+	return ns
 }
 
-func procsOrNone(c *Cgroup) []int {
-	pids, _ := c.Procs() // Best effort: none means the leader's was all there was.
-	return pids
+// sharedNamespaces are the inode numbers of this process's cgroup
+// namespace and init's, as NewRoot found them; 0 when unknown. Both stay
+// alive as long as this process, so their numbers name no other.
+type sharedNamespaces struct {
+	self, init uint64
+}
+
+// readSharedNamespaces looks up this process's cgroup namespace and
+// init's (a supervisor may hide init's even from root: 0 then).
+func readSharedNamespaces() sharedNamespaces {
+	var sh sharedNamespaces
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/ns/cgroup", &st) == nil {
+		sh.self = st.Ino
+	}
+	if unix.Stat("/proc/1/ns/cgroup", &st) == nil {
+		sh.init = st.Ino
+	}
+	return sh
 }
 
 // shared reports whether n is this process's cgroup namespace (or it
-// cannot tell) or init's (where init's may be looked at: a supervisor
-// may hide it even from root).
-func (n *namespace) shared() bool {
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/self/ns/cgroup", &st); err != nil || st.Ino == n.ino {
-		return true
+// cannot tell) or init's, as r found them (as found now when r is nil).
+func (n *namespace) shared(r *Root) bool {
+	var sh sharedNamespaces
+	if r != nil {
+		sh = r.shared
+	} else {
+		sh = readSharedNamespaces()
 	}
-	return unix.Stat("/proc/1/ns/cgroup", &st) == nil && st.Ino == n.ino
+	return sh.self == 0 || n.ino == sh.self || n.ino == sh.init
 }
 
 // nsKillBound bounds how long kill keeps looking for processes of a

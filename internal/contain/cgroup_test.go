@@ -128,9 +128,17 @@ func TestCgroupNamespaceIsNeverTheHosts(t *testing.T) {
 	self, err := openCgroupNamespace(os.Getpid())
 	require.NoError(t, err)
 	defer self.close()
-	assert.True(t, self.shared(), "the host's own namespace is shared")
+	assert.True(t, self.shared(nil), "the host's own namespace is shared")
 	cg := &Cgroup{dir: t.TempDir(), fd: -1} // no cgroup.procs: no members
 	assert.Nil(t, sessionNamespace(os.Getpid(), cg), "a leader in the host's namespace gives the session none")
+	// As a Root found them at its start.
+	cg.root = &Root{namespace: true, shared: readSharedNamespaces()}
+	assert.Nil(t, sessionNamespace(os.Getpid(), cg), "the host's namespace, as the root knows it")
+	if _, err := openCgroupNamespace(1); err == nil {
+		assert.Nil(t, sessionNamespace(1, cg), "init's namespace is never a session's")
+	}
+	cg.root = &Root{namespace: true} // it could not tell: fail closed
+	assert.Nil(t, sessionNamespace(os.Getpid(), cg))
 }
 
 // A namespace's kill never takes a process that lives in another bgexec

@@ -290,10 +290,11 @@ func (c *osChild) Release() error {
 
 // members lists the session's live processes other than the leader: its
 // cgroup's members, else its process group's (processes that left the
-// group without a cgroup are not seen). An empty cgroup costs one read.
+// group without a cgroup are not seen). An empty cgroup costs one read,
+// and none after that. Only for after the leader's exit.
 func (c *osChild) members() ([]int, error) {
 	if c.cg != nil {
-		if pop, err := c.cg.Populated(); err == nil && !pop {
+		if c.cg.EmptyAfterExit() {
 			return nil, nil // the zombie leader is no live member
 		}
 		pids, err := c.cg.Procs()
