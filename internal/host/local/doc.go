@@ -9,15 +9,19 @@
 // registry's cgroup and limits, the watchdog that kills every session
 // when this process dies, and the spawner thread.
 //
-// # The spawner thread
+// # The spawner threads
 //
 // A child outside a cgroup gets Pdeathsig, which the kernel sends when
 // the thread that forked it ends, not the process. The Go runtime may end
-// a thread, so such children are forked on one OS thread locked for the
-// host's life. [Host.Close] stops it only after every session ended: its
-// exit SIGKILLs every child it forked. A child in a cgroup is forked on
-// the calling goroutine's thread: the watchdog kills the registry's
-// cgroup as a whole when the host dies.
+// a thread, so such children are forked on OS threads locked for the
+// host's life: one per CPU the Go scheduler uses (GOMAXPROCS), at most
+// four, serving one queue, so concurrent starts fork in parallel.
+// [Host.Close] stops them only after every session ended: their exits
+// SIGKILL every child they forked. A child in a cgroup is forked on the
+// calling goroutine's thread: the watchdog kills the registry's cgroup as
+// a whole when the host dies. The hop to a spawner thread and back costs
+// a foreground exec about 50 µs on an idle 2-core VM (two thread
+// wake-ups), about 5 % of an exec of true.
 //
 // # Started processes
 //

@@ -69,15 +69,15 @@ type Host struct {
 	limits   *contain.Limiter  // the per-command limits (applies none without cgroups)
 	bare     bool              // skip the limits' Attach (DropLimits)
 
-	stop      chan struct{} // closed by Close: the spawner thread ends
-	done      chan struct{} // closed when the spawner goroutine returned
+	stop      chan struct{}  // closed by Close: the spawner threads end
+	spawners  sync.WaitGroup // the spawner goroutines
 	closeOnce sync.Once
 }
 
 // New sets up containment (the registry's cgroup, the limits, the
-// watchdog processes) and starts the spawner goroutine on a locked OS
-// thread. Call Close, after every command ended, to stop them. On error
-// it leaves nothing.
+// watchdog processes) and starts the spawner goroutines, each on a locked
+// OS thread (spawnerThreads). Call Close, after every command ended, to
+// stop them. On error it leaves nothing.
 func New(opts Options) (*Host, error) {
 	cg, lim, wd, err := startContainment(&opts)
 	if err != nil {
@@ -90,13 +90,15 @@ func New(opts Options) (*Host, error) {
 		cgroups:  cg,
 		limits:   lim,
 		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
 	}
 	lim.SetKick(h.kick)
-	go func() {
-		defer close(h.done)
-		h.spawner.run(h.stop)
-	}()
+	for range spawnerThreads() {
+		h.spawners.Add(1)
+		go func() {
+			defer h.spawners.Done()
+			h.spawner.run(h.stop)
+		}()
+	}
 	return h, nil
 }
 
@@ -105,14 +107,14 @@ var _ host.Host = (*Host)(nil)
 // Name is "gateway".
 func (h *Host) Name() string { return "gateway" }
 
-// Close stops the spawner thread, whose end SIGKILLs every child it
-// forked (so call it only once every command ended), waits for it, stops
+// Close stops the spawner threads, whose ends SIGKILL every child they
+// forked (so call it only once every command ended), waits for them, stops
 // the watchdogs and removes the registry's cgroups and limit directories.
 // It is idempotent.
 func (h *Host) Close() {
 	h.closeOnce.Do(func() {
 		close(h.stop)
-		<-h.done
+		h.spawners.Wait()
 		h.watchdog.Close()
 		if h.cgroups != nil {
 			_ = h.cgroups.Remove() // Best effort: RetryDirty kept what it could.

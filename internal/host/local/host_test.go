@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -149,26 +150,42 @@ func TestShellStateCapture(t *testing.T) {
 	assert.Nil(t, state)
 }
 
-// Close ends the spawner thread, and with it (Pdeathsig) every child it
-// forked that still runs, even one that ignores SIGTERM; a start after
-// Close fails.
+// Close ends the spawner threads, and with them (Pdeathsig) every child
+// they forked that still runs, even one that ignores SIGTERM, whichever
+// thread forked it (children started at once, so that every thread
+// forks); a start after Close fails.
 func TestCloseKillsWhatTheSpawnerForked(t *testing.T) {
 	t.Parallel()
 	h, err := New(Options{Shell: "sh", Containment: ContainmentOff})
 	require.NoError(t, err)
-	st, err := h.Start(context.Background(), &host.Spec{Command: "trap '' TERM; echo ready; exec sleep 600"})
-	require.NoError(t, err)
-	out := st.Outputs[0].(*os.File)
-	require.NoError(t, out.SetReadDeadline(time.Now().Add(time.Minute)))
-	line := make([]byte, 6)
-	_, err = io.ReadFull(out, line)
-	require.NoError(t, err)
-	require.Equal(t, "ready\n", string(line))
+	n := 4 * spawnerThreads()
+	started := make([]*host.Started, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started[i], errs[i] = h.Start(context.Background(), &host.Spec{Command: "trap '' TERM; echo ready; exec sleep 600"})
+		}()
+	}
+	wg.Wait()
+	for i, st := range started {
+		require.NoError(t, errs[i])
+		out := st.Outputs[0].(*os.File)
+		require.NoError(t, out.SetReadDeadline(time.Now().Add(time.Minute)))
+		line := make([]byte, 6)
+		_, err = io.ReadFull(out, line)
+		require.NoError(t, err)
+		require.Equal(t, "ready\n", string(line))
+	}
 	h.Close()
 	h.Close() // idempotent
-	e := finish(t, st)
-	assert.True(t, e.ws.Signaled(), "%v", e.ws)
-	assert.Equal(t, unix.SIGKILL, e.ws.Signal())
+	for _, st := range started {
+		e := finish(t, st)
+		assert.True(t, e.ws.Signaled(), "%v", e.ws)
+		assert.Equal(t, unix.SIGKILL, e.ws.Signal())
+	}
 	_, err = h.Start(context.Background(), &host.Spec{Command: "true"})
 	assert.ErrorIs(t, err, ErrClosed)
 }

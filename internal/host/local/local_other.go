@@ -18,6 +18,8 @@ type spawnCall struct{}
 
 func (s *spawner) run(stop <-chan struct{}) { <-stop }
 
+func spawnerThreads() int { return 1 }
+
 func (h *Host) spawn(*spawnSpec) (*spawned, error) { return nil, errPlatform }
 
 func stateMemfd() (*os.File, error) { return nil, errPlatform }

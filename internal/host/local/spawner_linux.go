@@ -9,14 +9,21 @@ import (
 	"github.com/bgexec/bgexec/internal/contain"
 )
 
-// spawner forks every child outside a cgroup from one OS thread that lives
-// as long as the host. Pdeathsig fires when the thread that forked a child
+// spawner forks every child outside a cgroup from OS threads that live as
+// long as the host. Pdeathsig fires when the thread that forked a child
 // exits, not when the process does, and the Go runtime may end a thread (a
-// goroutine that exits while locked to it). Forking from a dedicated
-// locked thread makes Pdeathsig mean "the host process died".
+// goroutine that exits while locked to it). Forking from dedicated locked
+// threads makes Pdeathsig mean "the host process died". Several threads
+// (spawnerThreads) serve the one queue, so concurrent execs fork in
+// parallel rather than one after the other.
 type spawner struct {
 	reqs chan spawnCall
 }
+
+// spawnerThreads is how many spawner threads a host runs: one per CPU the
+// Go scheduler uses (GOMAXPROCS), at most 4. More would not fork faster,
+// and each is an OS thread for the host's life.
+func spawnerThreads() int { return min(max(runtime.GOMAXPROCS(0), 1), 4) }
 
 type spawnCall struct {
 	spec  *spawnSpec
