@@ -68,6 +68,7 @@ func helperTaskBoxHost(rest []string) int {
 	for box < int64(rep.SessionTasks)*9/10 {
 		if ctx.Err() != nil {
 			fmt.Fprintln(os.Stderr, "the bomb never filled its budget; the box holds", box)
+			reportTaskBox(rest[0], sc, bomb)
 			return 1
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -140,6 +141,42 @@ func helperTaskBoxHost(rest []string) int {
 	}
 	fmt.Println("closed")
 	return 0
+}
+
+// reportTaskBox prints to stderr what a test that failed needs to know:
+// the bomb session's state and output, and every pids cgroup below box
+// with its counters and the processes in it.
+func reportTaskBox(box string, sc *Scope, bomb string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if r, err := sc.Process(ctx, &ProcessRequest{Action: "poll", SessionID: bomb}); err == nil {
+		fmt.Fprintf(os.Stderr, "bomb: %s: %s\n", r.Details.Status, r.Text())
+	}
+	_ = filepath.WalkDir(box, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		procs, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		var who []string
+		for _, f := range strings.Fields(string(procs)) {
+			comm, _ := os.ReadFile("/proc/" + f + "/comm")
+			stat, _ := os.ReadFile("/proc/" + f + "/stat")
+			state := ""
+			if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+				state = string(stat[i+2 : i+3])
+			}
+			who = append(who, f+":"+strings.TrimSpace(string(comm))+":"+state)
+		}
+		fmt.Fprintf(os.Stderr, "%s: pids.current %d pids.max %s events %q procs %v\n", p,
+			contain.ReadInt(filepath.Join(p, "pids.current")), readTrim(filepath.Join(p, "pids.max")),
+			readTrim(filepath.Join(p, "pids.events")), who)
+		return nil
+	})
+}
+
+func readTrim(path string) string {
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b))
 }
 
 // newTaskBox creates a pids cgroup of taskBoxLimit tasks below this
