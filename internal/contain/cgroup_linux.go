@@ -422,10 +422,11 @@ func (c *Cgroup) kill() error {
 	return nil
 }
 
-// EmptyAfterExit reports whether the cgroup is empty, for a caller that
-// knows the session's leader has exited: an empty cgroup is then recorded
-// as emptied, and KillLeft and Remove need not look again. It reports
-// false when it cannot tell.
+// EmptyAfterExit reports whether the cgroup is empty, and records it as
+// emptied if so: KillLeft and Remove then need not look again. It is
+// meant for after the session's leader exited (while the leader lives the
+// cgroup holds it), when nothing can enter an empty cgroup any more but a
+// stranger's migration. It reports false when it cannot tell.
 func (c *Cgroup) EmptyAfterExit() bool {
 	if c.emptied.Load() {
 		return true
@@ -442,11 +443,7 @@ func (c *Cgroup) EmptyAfterExit() bool {
 // nothing is left, and the look costs less than a kill. A cgroup it cannot
 // look at is killed.
 func (c *Cgroup) KillLeft() error {
-	if c.emptied.Load() {
-		return nil
-	}
-	if pop, err := c.Populated(); err == nil && !pop {
-		c.emptied.Store(true)
+	if c.EmptyAfterExit() {
 		return nil
 	}
 	return c.kill()
