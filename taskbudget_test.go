@@ -31,9 +31,15 @@ import (
 const taskBoxLimit = 300
 
 // forkBomb fills its session's task limit and keeps it full: each
-// instance starts two more and waits for them; one whose fork failed
-// returns, and its place is taken again.
-const forkBomb = `b() { b & b & wait; }; b 2>/dev/null`
+// instance starts one more, waits for it and starts it again when it
+// ends, so the chain grows to the limit. Only its newest instance ever
+// meets the limit: dash exits when a fork fails (bash retries), its
+// parent then forks again into the task that freed, and the chain stays
+// full. A bomb whose instances each start two (b & b & wait) could lose
+// its first shell that way: under load the first child's subtree filled
+// the limit before the shell's second fork, dash exited with "Cannot
+// fork" (code 2) and the session ended with the box nearly empty.
+const forkBomb = `b() { while :; do b & wait; done; }; b 2>/dev/null`
 
 // helperTaskBoxHost is the "task-box-host" helper: it moves itself into
 // the pids cgroup rest[0], runs a registry with the default limits, starts
