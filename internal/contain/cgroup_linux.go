@@ -39,9 +39,9 @@ type Root struct {
 	nsdelegate bool
 	shared     sharedNamespaces // this process's and init's, when namespace
 
-	mu     sync.Mutex // guards spare, dirty and closed
-	spare  []string   // emptied session cgroups kept for reuse
-	dirty  []string   // session cgroups not seen empty or not removed: never reused, retried
+	mu     sync.Mutex     // guards spare, dirty and closed
+	spare  []*spareCgroup // emptied session cgroups kept for reuse
+	dirty  []string       // session cgroups not seen empty or not removed: never reused, retried
 	closed bool
 }
 
@@ -52,7 +52,30 @@ func (r *Root) Dir() string { return r.dir }
 func (r *Root) Spares() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.spare)
+	dirs := make([]string, 0, len(r.spare))
+	for _, sp := range r.spare {
+		dirs = append(dirs, sp.dir)
+	}
+	return dirs
+}
+
+// spareCgroup is an emptied session cgroup kept for reuse, with its
+// counters as they stood when its last session ended: nothing runs in it
+// until the next session, so they are where that session starts. The
+// counters are read after the last session's end was reported
+// ([Cgroup.NoteSpareCounters]); -1 until then (or if they could not be
+// read), and the next session then reads them itself.
+type spareCgroup struct {
+	dir     string
+	cpuUsec atomic.Int64 // cpu.stat usage_usec
+	oomKill atomic.Int64 // memory.events oom_kill, when the v2 tree has memory
+}
+
+func newSpareCgroup(dir string) *spareCgroup {
+	sp := &spareCgroup{dir: dir}
+	sp.cpuUsec.Store(-1)
+	sp.oomKill.Store(-1)
+	return sp
 }
 
 // Dirty lists the session cgroups not seen empty or not removed yet (a
@@ -67,30 +90,33 @@ func (r *Root) Dirty() []string {
 // sessions, which then skip a mkdir and an rmdir each.
 const MaxSpares = 4
 
-// takeSpare returns an emptied session cgroup to reuse, or "".
-func (r *Root) takeSpare() string {
+// takeSpare returns an emptied session cgroup to reuse, or nil.
+func (r *Root) takeSpare() *spareCgroup {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := len(r.spare)
 	if n == 0 {
-		return ""
+		return nil
 	}
-	dir := r.spare[n-1]
+	sp := r.spare[n-1]
+	r.spare[n-1] = nil
 	r.spare = r.spare[:n-1]
-	return dir
+	return sp
 }
 
 // keepSpare keeps an emptied session cgroup for reuse, unless enough are
-// kept already or the registry is closing; it reports whether it did. Only
-// a cgroup that was never killed may be kept (see Cgroup.killed).
-func (r *Root) keepSpare(dir string) bool {
+// kept already or the registry is closing; it returns the spare, or nil
+// when it did not keep it. Only a cgroup that was never killed may be
+// kept (see Cgroup.killed).
+func (r *Root) keepSpare(dir string) *spareCgroup {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed || len(r.spare) >= MaxSpares {
-		return false
+		return nil
 	}
-	r.spare = append(r.spare, dir)
-	return true
+	sp := newSpareCgroup(dir)
+	r.spare = append(r.spare, sp)
+	return sp
 }
 
 // keepDirty records a session cgroup that could not be seen empty (or
@@ -301,9 +327,13 @@ type Cgroup struct {
 	emptied atomic.Bool
 
 	// reused is set for a spare cgroup taken again: its counters start
-	// where the last session left them. lim is the session's share of
-	// the registry's limits (see Limiter); nil without limits.
+	// where the last session left them, which from holds once they were
+	// read. kept is the spare this session's cgroup became (Remove), whose
+	// counters NoteSpareCounters reads. lim is the session's share of the
+	// registry's limits (see Limiter); nil without limits.
 	reused bool
+	from   *spareCgroup
+	kept   *spareCgroup
 	lim    *sessionLimits
 
 	// killed is set once cgroup.kill was written. Such a cgroup is never
@@ -323,9 +353,11 @@ type Cgroup struct {
 // NewSession returns an empty cgroup for one session: a spare one if there
 // is, else a new one.
 func (r *Root) NewSession() (*Cgroup, error) {
-	dir := r.takeSpare()
-	reused := dir != ""
-	if dir == "" {
+	var dir string
+	from := r.takeSpare()
+	if from != nil {
+		dir = from.dir
+	} else {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
 		dir = filepath.Join(r.dir, "s-"+hex.EncodeToString(b[:]))
@@ -338,7 +370,7 @@ func (r *Root) NewSession() (*Cgroup, error) {
 		_ = unix.Rmdir(dir)
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return &Cgroup{root: r, dir: dir, fd: fd, reused: reused}, nil
+	return &Cgroup{root: r, dir: dir, fd: fd, reused: from != nil, from: from}, nil
 }
 
 // CloseFD closes the directory descriptor, which only the clone into the
@@ -557,14 +589,33 @@ func (c *Cgroup) Remove(bound time.Duration) error {
 		return err
 	}
 	c.lim.release(true)
-	if !c.killed.Load() && c.root != nil && c.root.keepSpare(c.dir) {
-		return nil
+	if !c.killed.Load() && c.root != nil {
+		if c.kept = c.root.keepSpare(c.dir); c.kept != nil {
+			return nil
+		}
 	}
 	if err := unix.Rmdir(c.dir); err != nil {
 		// Seen empty, so nothing of the session runs; retry the rmdir.
 		c.root.keepDirty(c.dir)
 	}
 	return nil
+}
+
+// NoteSpareCounters reads the counters of the spare that Remove made of
+// c (and of its v1 directories), for the next session to start from
+// without reading them (see spareCgroup). Call it after Remove, off the
+// path that reports the session's end; a no-op when nothing was kept.
+func (c *Cgroup) NoteSpareCounters() {
+	if sp := c.kept; sp != nil {
+		sp.cpuUsec.Store(ReadKey(filepath.Join(sp.dir, "cpu.stat"), "usage_usec"))
+		if c.lim != nil && c.lim.root.v2["memory"] {
+			sp.oomKill.Store(ReadKey(filepath.Join(sp.dir, "memory.events"), "oom_kill"))
+		}
+		c.kept = nil
+	}
+	if c.lim != nil {
+		c.lim.noteSpareCounters()
+	}
 }
 
 // Remove deletes the spare and dirty session cgroups (dirty ones after a
@@ -576,8 +627,8 @@ func (r *Root) Remove() error {
 	spare := r.spare
 	r.spare = nil
 	r.mu.Unlock()
-	for _, dir := range spare {
-		_ = unix.Rmdir(dir) // Best effort: the root's rmdir below reports it.
+	for _, sp := range spare {
+		_ = unix.Rmdir(sp.dir) // Best effort: the root's rmdir below reports it.
 	}
 	if n := r.RetryDirty(time.Second); n > 0 {
 		return fmt.Errorf("bgexec: %d session cgroups could not be emptied", n)

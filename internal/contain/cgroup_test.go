@@ -102,6 +102,39 @@ func TestCgroupFilesFailClosed(t *testing.T) {
 		assert.Equal(t, []string{dir}, root.Spares())
 		assert.Empty(t, root.Dirty())
 	})
+	t.Run("the next session starts from the counters a spare had when its last session ended", func(t *testing.T) {
+		root := &Root{dir: t.TempDir()}
+		lim := &Limiter{v2: map[string]bool{"memory": true}}
+		dir := fakeCgroup(t, map[string]string{"cgroup.events": "populated 0\n",
+			"cpu.stat": "usage_usec 5000\nuser_usec 4000\n", "memory.events": "oom 1\noom_kill 1\n", "memory.peak": "0\n"})
+		first := &Cgroup{root: root, dir: dir, fd: -1}
+		require.NoError(t, lim.Attach(first))
+		require.NoError(t, first.Remove(0))
+		require.Equal(t, []string{dir}, root.Spares())
+		first.NoteSpareCounters() // after the end was reported
+		// Counters that moved later are not where the next session starts.
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "cpu.stat"), []byte("usage_usec 9000\n"), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "memory.events"), []byte("oom_kill 3\n"), 0o600))
+		next, err := root.NewSession()
+		require.NoError(t, err)
+		defer next.CloseFD()
+		require.Equal(t, dir, next.Dir(), "the spare is reused")
+		require.NoError(t, lim.Attach(next))
+		assert.Equal(t, int64(5000), next.lim.baseCPUUsec, "read when the last session ended")
+		assert.Equal(t, int64(1), next.lim.baseOOM)
+		assert.True(t, next.OOMKilled(), "oom_kill moved from 1 to 3 since: the session's")
+
+		// A spare taken before its counters were noted: the session reads them.
+		require.NoError(t, next.Remove(0))
+		again, err := root.NewSession()
+		require.NoError(t, err)
+		defer again.CloseFD()
+		require.NoError(t, lim.Attach(again))
+		assert.Equal(t, int64(9000), again.lim.baseCPUUsec, "read at the start")
+		assert.Equal(t, int64(3), again.lim.baseOOM)
+		next.NoteSpareCounters() // late: changes nothing for the session that took it
+		assert.Equal(t, int64(9000), again.lim.baseCPUUsec)
+	})
 }
 
 // BenchmarkCgroupNamespaceScan is the cost a session end pays to find

@@ -36,13 +36,22 @@ type Limiter struct {
 
 	mu     sync.Mutex // guards the fields below
 	dirty  []string   // v1 session directories of ended sessions, to remove
-	spare  [][]string // emptied sets of v1 session directories, for reuse
+	spare  []*v1Spare // emptied sets of v1 session directories, for reuse
 	closed bool
+}
+
+// v1Spare is an emptied set of v1 session directories kept for reuse,
+// with the memory directory's oom_kill as it stood when its last session
+// ended (see spareCgroup): -1 until read, and the next session then reads
+// it itself.
+type v1Spare struct {
+	dirs    []string
+	oomKill atomic.Int64
 }
 
 // takeSpare returns an emptied set of v1 session directories, or nil.
 // A mkdir in a v1 memory hierarchy costs about as much as the fork.
-func (l *Limiter) takeSpare() []string {
+func (l *Limiter) takeSpare() *v1Spare {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := len(l.spare)
@@ -56,15 +65,18 @@ func (l *Limiter) takeSpare() []string {
 }
 
 // keepSpare keeps an emptied set for reuse unless enough are kept or the
-// registry is closing; it reports whether it did.
-func (l *Limiter) keepSpare(set []string) bool {
+// registry is closing; it returns the spare, or nil when it did not keep
+// the set.
+func (l *Limiter) keepSpare(set []string) *v1Spare {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed || len(l.spare) >= MaxSpares || len(set) == 0 {
-		return false
+		return nil
 	}
-	l.spare = append(l.spare, set)
-	return true
+	sp := &v1Spare{dirs: set}
+	sp.oomKill.Store(-1)
+	l.spare = append(l.spare, sp)
+	return sp
 }
 
 // v1Hierarchy is one cgroup v1 hierarchy used for a controller.
@@ -85,6 +97,9 @@ type sessionLimits struct {
 	baseCPUUsec, baseOOM int64
 	// oom_kill of a reused v1 memory directory at the session's start.
 	baseOOMv1 int64
+	// kept is the spare release made of v1, whose counter
+	// noteSpareCounters reads; nil when none was kept.
+	kept *v1Spare
 	// peak reads the session's peak memory: memory.peak (v2) through a
 	// descriptor whose view was reset at the start (Linux 6.12 resets the
 	// peak per descriptor), or memory.max_usage_in_bytes (v1), reset by a
@@ -401,10 +416,17 @@ func (l *Limiter) Attach(c *Cgroup) error {
 	}
 	sl := &sessionLimits{root: l}
 	if c.reused {
-		// A spare has its limits already, and counters of earlier sessions.
-		sl.baseCPUUsec = ReadKey(filepath.Join(c.dir, "cpu.stat"), "usage_usec")
+		// A spare has its limits already, and counters of earlier
+		// sessions, read when the last one ended if they could be.
+		sl.baseCPUUsec = c.from.cpuUsec.Load()
+		if sl.baseCPUUsec < 0 {
+			sl.baseCPUUsec = ReadKey(filepath.Join(c.dir, "cpu.stat"), "usage_usec")
+		}
 		if l.v2["memory"] {
-			sl.baseOOM = ReadKey(filepath.Join(c.dir, "memory.events"), "oom_kill")
+			sl.baseOOM = c.from.oomKill.Load()
+			if sl.baseOOM < 0 {
+				sl.baseOOM = ReadKey(filepath.Join(c.dir, "memory.events"), "oom_kill")
+			}
 		}
 	} else if err := l.writeV2(c.dir); err != nil {
 		return err
@@ -419,9 +441,11 @@ func (l *Limiter) Attach(c *Cgroup) error {
 		return err
 	}
 	if set := l.takeSpare(); set != nil {
-		sl.v1 = set
+		sl.v1 = set.dirs
 		if dir := sl.v1Dir("memory"); dir != "" {
-			sl.baseOOMv1 = ReadKey(filepath.Join(dir, "memory.oom_control"), "oom_kill")
+			if sl.baseOOMv1 = set.oomKill.Load(); sl.baseOOMv1 < 0 {
+				sl.baseOOMv1 = ReadKey(filepath.Join(dir, "memory.oom_control"), "oom_kill")
+			}
 		}
 	} else {
 		var b [6]byte
@@ -514,8 +538,10 @@ func (sl *sessionLimits) release(empty bool) {
 	if sl.peak != nil {
 		_ = sl.peak.Close() // read only
 	}
-	if empty && sl.root.keepSpare(sl.v1) {
-		return
+	if empty {
+		if sl.kept = sl.root.keepSpare(sl.v1); sl.kept != nil {
+			return
+		}
 	}
 	// The rmdirs wait for the sweeper: a cgroup v1 rmdir can take a
 	// millisecond, which would delay every session's end.
@@ -523,6 +549,20 @@ func (sl *sessionLimits) release(empty bool) {
 	if empty && sl.root.kick != nil {
 		sl.root.kick()
 	}
+}
+
+// noteSpareCounters reads the oom_kill of the v1 spare release made, if
+// any (see Cgroup.NoteSpareCounters). Nil-safe.
+func (sl *sessionLimits) noteSpareCounters() {
+	if sl == nil || sl.kept == nil {
+		return
+	}
+	for i, h := range sl.root.v1 {
+		if h.ctrl == "memory" && i < len(sl.kept.dirs) {
+			sl.kept.oomKill.Store(ReadKey(filepath.Join(sl.kept.dirs[i], "memory.oom_control"), "oom_kill"))
+		}
+	}
+	sl.kept = nil
 }
 
 func (sl *sessionLimits) closeTasks() {
@@ -568,7 +608,7 @@ func (l *Limiter) Remove() {
 	l.mu.Lock()
 	l.closed = true
 	for _, set := range l.spare {
-		l.dirty = append(l.dirty, set...)
+		l.dirty = append(l.dirty, set.dirs...)
 	}
 	l.spare = nil
 	l.mu.Unlock()
