@@ -70,7 +70,8 @@ type LateReaper interface {
 type EndSweeper interface {
 	// KillAtEnd is SignalGroup(SIGKILL) without the slow part.
 	KillAtEnd() error
-	// SweepAfterEnd does the slow part. An error means processes of the
+	// SweepAfterEnd does the slow part, and any other clean-up that
+	// need not hold up the report. An error means processes of the
 	// session may still run; it joins Exit.Leftover, which calls that
 	// wait for Done (a kill) report.
 	SweepAfterEnd() error
