@@ -308,7 +308,12 @@ func TestSandboxReadOnlyHintOncePerSession(t *testing.T) {
 	assert.Contains(t, res.Text(), "Read-only file system")
 	assert.Contains(t, res.Text(), "Note: this command runs in a sandbox where the file system is read-only except "+work, res.Text())
 
-	id := startBackground(t, sc, &ExecRequest{Command: "touch /etc/a; echo one; read x; touch /etc/b; echo two; read y", Stdin: "pipe"})
+	// The hint comes with the first text that shows the error: the start's
+	// own result when the error came within it (its "Output so far"),
+	// else a poll.
+	start := mustExec(t, sc, &ExecRequest{Command: "touch /etc/a; echo one; read x; touch /etc/b; echo two; read y", Stdin: "pipe", Background: true})
+	require.Equal(t, StatusRunning, start.Details.Status, start.Text())
+	id := start.Details.SessionID
 	// stdout and stderr are separate pipes: the error may come after the
 	// line, in a later poll.
 	pollUntil := func(want string) string {
@@ -320,7 +325,7 @@ func TestSandboxReadOnlyHintOncePerSession(t *testing.T) {
 		}
 		return all
 	}
-	first := pollUntil("one")
+	first := start.Text() + pollUntil("one")
 	assert.Equal(t, 1, strings.Count(first, "Note: this command runs in a sandbox"), first)
 	mustProcess(t, sc, &ProcessRequest{Action: "write", SessionID: id, Data: "\n"})
 	second := pollUntil("two")
