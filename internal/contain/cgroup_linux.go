@@ -326,15 +326,15 @@ type Cgroup struct {
 	// so it stays empty and needs neither a kill nor another look.
 	emptied atomic.Bool
 
-	// reused is set for a spare cgroup taken again: its counters start
-	// where the last session left them, which from holds once they were
-	// read. kept is the spare this session's cgroup became (Remove), whose
-	// counters NoteSpareCounters reads. lim is the session's share of the
-	// registry's limits (see Limiter); nil without limits.
-	reused bool
-	from   *spareCgroup
-	kept   *spareCgroup
-	lim    *sessionLimits
+	// from is the spare this cgroup was taken from (nil for a new one):
+	// its counters start where the last session left them, which from
+	// holds once they were read. kept is the spare this session's cgroup
+	// became (Remove), whose counters NoteSpareCounters reads. lim is the
+	// session's share of the registry's limits (see Limiter); nil without
+	// limits.
+	from *spareCgroup
+	kept *spareCgroup
+	lim  *sessionLimits
 
 	// killed is set once cgroup.kill was written. Such a cgroup is never
 	// reused: on some kernels (6.18 here) a child cloned into a cgroup
@@ -370,7 +370,7 @@ func (r *Root) NewSession() (*Cgroup, error) {
 		_ = unix.Rmdir(dir)
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return &Cgroup{root: r, dir: dir, fd: fd, reused: from != nil, from: from}, nil
+	return &Cgroup{root: r, dir: dir, fd: fd, from: from}, nil
 }
 
 // CloseFD closes the directory descriptor, which only the clone into the

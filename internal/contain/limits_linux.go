@@ -415,7 +415,7 @@ func (l *Limiter) Attach(c *Cgroup) error {
 		return nil
 	}
 	sl := &sessionLimits{root: l}
-	if c.reused {
+	if c.from != nil {
 		// A spare has its limits already, and counters of earlier
 		// sessions, read when the last one ended if they could be.
 		sl.baseCPUUsec = c.from.cpuUsec.Load()
@@ -557,10 +557,8 @@ func (sl *sessionLimits) noteSpareCounters() {
 	if sl == nil || sl.kept == nil {
 		return
 	}
-	for i, h := range sl.root.v1 {
-		if h.ctrl == "memory" && i < len(sl.kept.dirs) {
-			sl.kept.oomKill.Store(ReadKey(filepath.Join(sl.kept.dirs[i], "memory.oom_control"), "oom_kill"))
-		}
+	if dir := sl.v1Dir("memory"); dir != "" { // the kept set is sl.v1
+		sl.kept.oomKill.Store(ReadKey(filepath.Join(dir, "memory.oom_control"), "oom_kill"))
 	}
 	sl.kept = nil
 }
