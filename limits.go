@@ -390,17 +390,23 @@ func (r *Registry) Containment() ContainmentReport {
 
 // takeSlot reserves a running-session slot for scope before a spawn, or
 // returns the refusal text: a quota is full, or the host process is
-// short of file descriptors. The slot is given back when the session
+// short of file descriptors even after the sandbox pool, if any, gave up
+// the sandboxes waiting in it. The slot is given back when the session
 // ends, or by the caller when the spawn fails.
 func (r *Registry) takeSlot(scope string) string {
 	if text := r.quota.take(scope, r.cfg.maxSessions, r.cfg.maxPerScope); text != "" {
 		return text
 	}
-	if text := contain.DescriptorRefusal(); text != "" {
-		r.quota.give(scope)
-		return text
+	text := contain.DescriptorRefusal()
+	if text != "" && r.hosts.sbx != nil && r.hosts.sbx.ShedPool() > 0 {
+		// The sandboxes waiting in the pool hold descriptors; a session
+		// comes first.
+		text = contain.DescriptorRefusal()
 	}
-	return ""
+	if text != "" {
+		r.quota.give(scope)
+	}
+	return text
 }
 
 // budgetRecheck is how often the sweeper looks at the output budget

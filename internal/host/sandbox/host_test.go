@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/host/local"
 	"github.com/stretchr/testify/assert"
@@ -194,4 +195,40 @@ func TestHostCloseEndsThePool(t *testing.T) {
 	assert.Equal(t, "cold", readLine(t, st))
 	assert.Zero(t, h.PoolTaken(), "a closed pool serves nothing")
 	end(t, st)
+}
+
+// The pool starts no sandbox when the host process is short of
+// descriptors: a waiting sandbox would hold some of those kept in
+// reserve. ShedPool gives the waiting ones up. It lowers RLIMIT_NOFILE,
+// process-wide, so it does not run in parallel.
+func TestHostPoolKeepsTheDescriptorReserve(t *testing.T) {
+	h, _ := pooledHost(t, t.TempDir(), 1)
+	var old unix.Rlimit
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &old))
+	t.Cleanup(func() { require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &old)) })
+	open, err := contain.OpenDescriptors()
+	require.NoError(t, err)
+	lim := old
+	for lim.Cur = uint64(open) + 400; contain.DescriptorRefusal() == ""; lim.Cur-- {
+		require.Greater(t, lim.Cur, uint64(open), "never refused")
+		require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
+	}
+	before, err := contain.OpenDescriptors()
+	require.NoError(t, err)
+	ws, err := h.startWarm()
+	if err == nil {
+		ws.discard()
+		t.Fatal("a sandbox started into the reserve")
+	}
+	assert.Contains(t, err.Error(), "Too few file descriptors")
+	after, err := contain.OpenDescriptors()
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "nothing opened")
+	pid := h.PoolPids()[0]
+	assert.Equal(t, 1, h.ShedPool())
+	assert.Zero(t, h.PoolReady())
+	assert.ErrorIs(t, unix.Kill(pid, 0), unix.ESRCH, "the shed sandbox's bwrap is reaped")
+	shed, err := contain.OpenDescriptors()
+	require.NoError(t, err)
+	assert.Less(t, shed, after, "the shed sandbox's descriptors are closed")
 }

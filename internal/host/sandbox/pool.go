@@ -63,7 +63,8 @@ type Pool[T any] struct {
 // NewPool returns a pool that keeps size values ready, made by start and
 // ended by discard, and starts filling it at once. start runs on the
 // pool's goroutine and may block (it returns a value that is ready to
-// use); discard runs there too, and in Close. size must be at least 1.
+// use); discard runs there too, and in Close and Shed. size must be at
+// least 1.
 func NewPool[T any](size int, start func() (T, error), discard func(T)) *Pool[T] {
 	if size < 1 {
 		panic("sandbox: NewPool with size < 1")
@@ -126,6 +127,35 @@ func (p *Pool[T]) Take(fit func(T) Verdict) (T, bool) {
 		}
 	}
 	return got, found
+}
+
+// Shed discards every value ready now, on the caller's goroutine, and
+// returns how many it discarded; the refill then waits [RefillDelay], as
+// after a Take. It is for a host short of what the values hold (here a
+// sandbox's descriptors): a start under way is not waited for.
+func (p *Pool[T]) Shed() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return 0
+	}
+	shed := p.ready
+	p.ready = nil
+	p.lastCall = time.Now()
+	p.mu.Unlock()
+	for _, v := range shed {
+		p.discard(v)
+	}
+	if len(shed) > 0 {
+		select {
+		case p.kick <- struct{}{}:
+		default: // a kick is already pending
+		}
+	}
+	return len(shed)
 }
 
 // Size is how many values the pool keeps ready; 0 for a nil pool.

@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host/local"
 )
 
@@ -34,8 +36,15 @@ func newHostPool(h *Host, size int) *Pool[*warmSandbox] {
 	return NewPool(size, h.startWarm, (*warmSandbox).discard)
 }
 
-// startWarm starts one warm sandbox and waits until it is ready.
+// startWarm starts one warm sandbox and waits until it is ready. It
+// starts none when the host process is short of descriptors (see
+// contain.DescriptorRefusal): a waiting sandbox holds several, and must
+// not take those the host keeps in reserve, nor the room of a session's
+// cold start. The pool then backs off and tries again later.
 func (h *Host) startWarm() (*warmSandbox, error) {
+	if text := contain.DescriptorRefusal(); text != "" {
+		return nil, errors.New("sandbox pool: no sandbox started ahead: " + text)
+	}
 	w, err := h.plan.NewWarm()
 	if err != nil {
 		return nil, err
@@ -97,6 +106,12 @@ func (h *Host) PoolPids() []int {
 	})
 	return pids
 }
+
+// ShedPool discards the sandboxes waiting in the pool now and returns how
+// many it discarded, for a host process short of descriptors: each holds
+// several, which a session starting cold can then use. The pool refills
+// when there is room again. Safe for concurrent use.
+func (h *Host) ShedPool() int { return h.pool.Shed() }
 
 // PoolSize is how many sandboxes the pool keeps ready, 0 without a pool
 // and after Close.

@@ -108,6 +108,32 @@ func TestPoolTakeFilters(t *testing.T) {
 	})
 }
 
+// Shed discards what is ready at once, and the refill waits as after a
+// Take.
+func TestPoolShed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStarter{}
+		p := NewPool(2, f.start, f.discard)
+		require.NoError(t, p.AwaitFull(t.Context()))
+		assert.Equal(t, 2, p.Shed())
+		_, discarded := f.counts()
+		assert.Equal(t, []int{1, 2}, discarded, "discarded before Shed returns")
+		assert.Zero(t, p.Ready())
+		_, ok := p.Take(use)
+		assert.False(t, ok, "nothing left to hand out")
+		time.Sleep(RefillDelay / 2)
+		synctest.Wait()
+		started, _ := f.counts()
+		assert.Equal(t, 2, started, "no start right after a shed")
+		require.NoError(t, p.AwaitFull(t.Context()), "the pool refills")
+		assert.Zero(t, p.Taken(), "shed values are not taken")
+		p.Close()
+		assert.Zero(t, p.Shed(), "a closed pool has nothing to shed")
+		var nilPool *Pool[int]
+		assert.Zero(t, nilPool.Shed())
+	})
+}
+
 func TestPoolBacksOffAfterFailedStarts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeStarter{fail: 3}
