@@ -23,9 +23,9 @@ import (
 	"time"
 
 	"github.com/bgexec/bgexec/internal/contain"
+	"github.com/bgexec/bgexec/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 // awaitPool waits, with a deadline, until reg's sandbox pool is full.
@@ -568,24 +568,6 @@ func TestSandboxPoolSize(t *testing.T) {
 	}
 }
 
-// lowerNofileUntilRefused lowers RLIMIT_NOFILE, one descriptor at a time,
-// until the next session would be refused for want of descriptors, and
-// restores it when the test ends. It is process-wide: the callers do not
-// run in parallel.
-func lowerNofileUntilRefused(t *testing.T) {
-	t.Helper()
-	var old unix.Rlimit
-	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &old))
-	t.Cleanup(func() { require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &old)) })
-	open, err := contain.OpenDescriptors()
-	require.NoError(t, err)
-	lim := old
-	for lim.Cur = uint64(open) + 400; contain.DescriptorRefusal() == ""; lim.Cur-- {
-		require.Greater(t, lim.Cur, uint64(open), "never refused")
-		require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
-	}
-}
-
 // The sandboxes waiting in the pool hold descriptors of the host process
 // (pipes, a pidfd, the cgroup's). A call that would be refused for want
 // of descriptors gets them first: the pool gives its sandboxes up, and
@@ -593,7 +575,7 @@ func lowerNofileUntilRefused(t *testing.T) {
 func TestSandboxPoolGivesWayWhenDescriptorsRunShort(t *testing.T) {
 	reg := newPooledRegistry(t, Config{Workdir: t.TempDir()}, Sandbox{})
 	sc := reg.Scope("a")
-	lowerNofileUntilRefused(t)
+	proctest.LowerNofileUntil(t, func() bool { return contain.DescriptorRefusal() != "" })
 	res := mustExec(t, sc, &ExecRequest{Command: "echo ran"})
 	assert.Equal(t, "ran", res.Text(), "the pool's descriptors made room")
 	assert.Zero(t, reg.hosts.sbx.PoolTaken(), "it ran cold: the pool had given its sandboxes up")

@@ -115,3 +115,22 @@ func WaitPidExit(pid int, d time.Duration) (bool, error) {
 		return err == nil && n > 0, err
 	}
 }
+
+// LowerNofileUntil lowers this process's RLIMIT_NOFILE, one descriptor at
+// a time from 400 above the descriptors open now, until refused reports
+// true, and restores the limit at the end of the test. The limit is
+// process-wide: a test that calls it must not run in parallel.
+func LowerNofileUntil(t testing.TB, refused func() bool) {
+	t.Helper()
+	var old unix.Rlimit
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &old))
+	t.Cleanup(func() { require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &old)) })
+	fds, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	open := uint64(len(fds))
+	lim := old
+	for lim.Cur = min(open+400, old.Max); !refused(); lim.Cur-- {
+		require.Greater(t, lim.Cur, open, "never refused")
+		require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host"
 	"github.com/bgexec/bgexec/internal/host/local"
+	"github.com/bgexec/bgexec/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -203,16 +204,7 @@ func TestHostCloseEndsThePool(t *testing.T) {
 // process-wide, so it does not run in parallel.
 func TestHostPoolKeepsTheDescriptorReserve(t *testing.T) {
 	h, _ := pooledHost(t, t.TempDir(), 1)
-	var old unix.Rlimit
-	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &old))
-	t.Cleanup(func() { require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &old)) })
-	open, err := contain.OpenDescriptors()
-	require.NoError(t, err)
-	lim := old
-	for lim.Cur = uint64(open) + 400; contain.DescriptorRefusal() == ""; lim.Cur-- {
-		require.Greater(t, lim.Cur, uint64(open), "never refused")
-		require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
-	}
+	proctest.LowerNofileUntil(t, func() bool { return contain.DescriptorRefusal() != "" })
 	before, err := contain.OpenDescriptors()
 	require.NoError(t, err)
 	ws, err := h.startWarm()
