@@ -45,8 +45,10 @@
 // [StartWatchdog] starts two small sh processes per registry that kill
 // every session (its cgroup, the process groups and cgroup namespaces
 // listed with [Watchdog.Watch] and [Watchdog.WatchNamespace]) when the
-// host process dies, even by SIGKILL. docs/containment.md has how and
-// why.
+// host process dies, even by SIGKILL. The list is kept in a sealed memfd
+// the watchdogs read only when the host is gone, so listing a session
+// wakes no watchdog; lines on their lifelines carry what does not fit.
+// docs/containment.md has how and why.
 //
 // Everything here needs Linux; elsewhere the constructors return
 // [errors.ErrUnsupported]. Methods are safe for concurrent use unless

@@ -15,14 +15,18 @@ import (
 )
 
 // WatchdogScript runs in two small sh processes per registry (see
-// watchdog). It reads "+ pgid" and "- pgid" lines, and "+n ino" and
-// "-n ino" for the sessions' cgroup namespaces, from its lifeline, a
-// socket only the host holds the other end of, keeping the sets as
-// exported shell variables (the shell's hash table: constant time per
-// line, so it keeps up with thousands of sessions). When the lifeline
-// reaches EOF, because Close ended it or because the host died (even by
-// SIGKILL), it ends every session, so none outlives its host as an
-// orphan, and then removes the cgroups. In this order:
+// watchdog). Its lifeline is a socket only the host holds the other end
+// of. The sessions' process groups and cgroup namespaces it learns from
+// the list the host keeps in shared memory (see watchList), which it reads
+// from fd 3 when the lifeline ends (its second argument is then "list"),
+// and from "+ pgid" and "- pgid" lines, and "+n ino" and "-n ino" for
+// namespaces, that the host writes to the lifeline when the list is full
+// or not available. It keeps the sets as exported shell variables (the
+// shell's hash table: constant time per entry, so it keeps up with
+// thousands of sessions). When the lifeline reaches EOF, because Close
+// ended it or because the host died (even by SIGKILL), it ends every
+// session, so none outlives its host as an orphan, and then removes the
+// cgroups. In this order:
 //
 //  1. It freezes the registry's cgroup (cgroup.freeze): one write, and
 //     no session process inside runs any more.
@@ -56,7 +60,8 @@ import (
 // processes) at every registry's Close. Only the host holds the lifeline,
 // so only the host can send it.
 //
-// Nothing it reads is ever parsed as shell code: a line counts only if it
+// Nothing it reads is ever parsed as shell code: a line or a record of
+// the list counts only if it
 // names one process group by a plain decimal number above 1 with at most
 // seven digits (pid_max is at most 4194304), or one namespace by a plain
 // decimal number of at most 20 digits, and anything else is skipped.
@@ -115,6 +120,18 @@ while read -r op p; do
 	esac
 done
 exec </dev/null
+if [ -z "$quit" ] && [ "$2" = list ]; then
+	while read -r op p; do
+		case $op in
+		.) break ;;
+		+) case $p in ''|*[!0-9]*|0*|1|????????*) continue ;; esac
+			export "g_$p=1" ;;
+		+n) case $p in ''|*[!0-9]*|0*|?????????????????????*) continue ;; esac
+			export "n_$p=1" ;;
+		esac
+	done <&3
+fi
+exec 3<&-
 if [ -n "$quit" ]; then
 	[ -n "$1" ] && echo 1 > "$1/cgroup.kill" 2>/dev/null
 	exit 0
@@ -157,27 +174,30 @@ fi
 // sandbox's probes) get it too.
 const WatchdogEnvPath = "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
-// watchdog is the host side of the watchdog processes. It runs two, each
-// with a lifeline of its own and each told every line, so that killing
-// one leaves the other to act if the host dies before a replacement is
-// up (starting one takes a few milliseconds: the window in which a host
-// killed right after its only watchdog left its sessions running). It
-// remembers the listed process groups and namespaces, and if a watchdog
-// process dies while the registry is open (someone killed it), that
-// slot's keeper goroutine starts another and lists them again. The
+// Watchdog is the host side of the watchdog processes. It runs two, each
+// with a lifeline of its own, reading the same list and each told every
+// line, so that killing one leaves the other to act if the host dies
+// before a replacement is up (starting one takes a few milliseconds: the
+// window in which a host killed right after its only watchdog left its
+// sessions running). It keeps the process groups and namespaces in the
+// list (see watchList) and remembers those it sent as lines, and if a
+// watchdog process dies while the registry is open (someone killed it),
+// that slot's keeper goroutine starts another, which reads the list, and
+// sends it the lines again. The
 // keepers start with the first spawn: a registry that never spawns needs
 // none, and one waiting in the runtime poller would keep a
 // testing/synctest bubble from ever idling. Its methods are safe for
 // concurrent use and on a nil receiver (no watchdog).
 type Watchdog struct {
 	cgroupDir string
+	list      *watchList    // nil: every entry is sent as a line
 	stop      chan struct{} // closed by close
 	keepers   sync.WaitGroup
 
 	mu       sync.Mutex // serialises lines, restarts and close
 	procs    [WatchdogCount]*watchdogProc
-	groups   map[int]struct{}    // listed process groups
-	nss      map[uint64]struct{} // listed cgroup namespaces (by inode number)
+	groups   map[int]struct{}    // process groups listed by line (not in list)
+	nss      map[uint64]struct{} // cgroup namespaces (by inode number) listed by line
 	keeping  bool                // the keepers were started
 	closed   bool
 	restarts int
@@ -197,14 +217,24 @@ type watchdogProc struct {
 // StartWatchdog starts the two watchdog processes of a registry whose
 // cgroup is cgroupDir ("" without one). Close ends them.
 func StartWatchdog(cgroupDir string) (*Watchdog, error) {
+	return startWatchdog(cgroupDir, listSlots)
+}
+
+// startWatchdog is StartWatchdog with a list of the given number of slots;
+// 0 for none, so that every entry is sent as a line.
+func startWatchdog(cgroupDir string, slots int) (*Watchdog, error) {
 	w := &Watchdog{
 		cgroupDir: cgroupDir,
 		stop:      make(chan struct{}),
 		groups:    make(map[int]struct{}),
 		nss:       make(map[uint64]struct{}),
 	}
+	if slots > 0 {
+		// Without the list (a kernel before 5.1, no memfd), lines.
+		w.list, _ = newWatchList(slots)
+	}
 	for i := range w.procs {
-		p, err := startWatchdogProc(cgroupDir)
+		p, err := startWatchdogProc(cgroupDir, w.list)
 		if err != nil {
 			w.Close()
 			return nil, err
@@ -257,24 +287,41 @@ func newLifeline() (host, child *os.File, err error) {
 }
 
 // watchdogCommand returns the watchdog process, reading its orders from
-// in. Its argv, environment and working directory are fixed.
-func watchdogCommand(cgroupDir string, in *os.File) *exec.Cmd {
-	cmd := exec.Command("/bin/sh", "-c", WatchdogScript, "bgexec-watchdog", cgroupDir)
+// in, and from list (its fd 3) when that is not nil. Its argv, environment
+// and working directory are fixed.
+func watchdogCommand(cgroupDir string, in, list *os.File) *exec.Cmd {
+	args := []string{"-c", WatchdogScript, "bgexec-watchdog", cgroupDir}
+	if list != nil {
+		args = append(args, "list")
+	}
+	cmd := exec.Command("/bin/sh", args...)
 	cmd.Env = []string{WatchdogEnvPath}
 	cmd.Dir = "/"
 	cmd.Stdin = in
+	if list != nil {
+		cmd.ExtraFiles = []*os.File{list}
+	}
 	// Its own process group, so nothing aimed at a session reaches it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
 }
 
-func startWatchdogProc(cgroupDir string) (*watchdogProc, error) {
+func startWatchdogProc(cgroupDir string, list *watchList) (*watchdogProc, error) {
+	var lf *os.File
+	if list != nil {
+		f, err := list.reader()
+		if err != nil {
+			return nil, fmt.Errorf("bgexec: start watchdog: %w", err)
+		}
+		defer f.Close()
+		lf = f
+	}
 	w, r, err := newLifeline()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	cmd := watchdogCommand(cgroupDir, r)
+	cmd := watchdogCommand(cgroupDir, r, lf)
 	// A descriptor the host inherited would stay open in the watchdog,
 	// where any session could open it again through /proc.
 	CloseOnExecAbove2()
@@ -300,8 +347,9 @@ func (p *watchdogProc) reap() {
 }
 
 // keep waits for the watchdog process in slot i to end. Unless close
-// ended it, it starts another one and lists every group and namespace
-// again; if that fails it tries again every second.
+// ended it, it starts another one, which reads the same list, and sends
+// it every group and namespace listed by line again; if that fails it
+// tries again every second.
 func (w *Watchdog) keep(i int) {
 	defer w.keepers.Done()
 	for {
@@ -321,7 +369,7 @@ func (w *Watchdog) keep(i int) {
 			w.mu.Unlock()
 			return
 		}
-		np, err := startWatchdogProc(w.cgroupDir)
+		np, err := startWatchdogProc(w.cgroupDir, w.list)
 		if err == nil {
 			w.restarts++
 			w.procs[i] = np
@@ -352,12 +400,34 @@ func (w *Watchdog) send(op string, pgid int) {
 	if w.closed {
 		return
 	}
-	if op == "+" {
-		w.groups[pgid] = struct{}{}
-	} else {
-		delete(w.groups, pgid)
+	w.orderLocked(op, strconv.Itoa(pgid), func() {
+		if op == "+" {
+			w.groups[pgid] = struct{}{}
+		} else {
+			delete(w.groups, pgid)
+		}
+	})
+}
+
+// orderLocked lists (op "+" or "+n") or unlists ("-" or "-n") one entry:
+// in the list when it has room (unlisting where it was listed), else by
+// a line to every watchdog process, after byLine has noted it for a
+// restarted watchdog.
+func (w *Watchdog) orderLocked(op, value string, byLine func()) {
+	if w.list != nil {
+		switch op {
+		case "+", "+n":
+			if w.list.add(op, value) {
+				return
+			}
+		case "-", "-n":
+			if w.list.remove("+"+op[1:], value) {
+				return
+			}
+		}
 	}
-	w.writeLocked(op + " " + strconv.Itoa(pgid) + "\n")
+	byLine()
+	w.writeLocked(op + " " + value + "\n")
 }
 
 // WatchNamespace registers the cgroup namespace of a session's cgroup c
@@ -388,8 +458,7 @@ func (w *Watchdog) watchNamespace(ino uint64) {
 	if w.closed {
 		return
 	}
-	w.nss[ino] = struct{}{}
-	w.writeLocked("+n " + strconv.FormatUint(ino, 10) + "\n")
+	w.orderLocked("+n", strconv.FormatUint(ino, 10), func() { w.nss[ino] = struct{}{} })
 }
 
 // forgetNamespace unregisters a cgroup namespace by its inode number.
@@ -402,8 +471,7 @@ func (w *Watchdog) forgetNamespace(ino uint64) {
 	if w.closed {
 		return
 	}
-	delete(w.nss, ino)
-	w.writeLocked("-n " + strconv.FormatUint(ino, 10) + "\n")
+	w.orderLocked("-n", strconv.FormatUint(ino, 10), func() { delete(w.nss, ino) })
 }
 
 // writeLocked tells every watchdog process a line.
@@ -450,7 +518,7 @@ func (w *Watchdog) Close() {
 	}
 	w.closed = true
 	close(w.stop)
-	if len(w.groups) == 0 && len(w.nss) == 0 {
+	if len(w.groups) == 0 && len(w.nss) == 0 && (w.list == nil || w.list.empty()) {
 		// Nothing is listed: every session ended, and the host removes
 		// its cgroups itself.
 		w.writeLocked("q\n")
@@ -466,11 +534,14 @@ func (w *Watchdog) Close() {
 	w.mu.Unlock()
 	if keeping {
 		w.keepers.Wait() // the keepers reap them
-		return
-	}
-	for _, p := range procs {
-		if p != nil {
-			p.reap()
+	} else {
+		for _, p := range procs {
+			if p != nil {
+				p.reap()
+			}
 		}
+	}
+	if w.list != nil {
+		w.list.close() // nothing changes it once closed is set
 	}
 }

@@ -40,7 +40,7 @@ func TestWatchdogRefusesMalformedOrders(t *testing.T) {
 	host, child, err := newLifeline()
 	require.NoError(t, err)
 	defer host.Close()
-	cmd := watchdogCommand("", child)
+	cmd := watchdogCommand("", child, nil)
 	cmd.SysProcAttr.Credential = cred
 	err = cmd.Start()
 	_ = child.Close()
@@ -98,7 +98,7 @@ func TestWatchdogFreezesBeforeItScans(t *testing.T) {
 	host, child, err := newLifeline()
 	require.NoError(t, err)
 	defer host.Close()
-	cmd := watchdogCommand(cg, child)
+	cmd := watchdogCommand(cg, child, nil)
 	cmd.Env = []string{"PATH=" + bin + ":/usr/sbin:/usr/bin:/sbin:/bin"}
 	err = cmd.Start()
 	_ = child.Close()
