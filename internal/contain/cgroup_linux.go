@@ -403,7 +403,23 @@ func (c *Cgroup) UnshareNamespace() bool { return c.root != nil && c.root.namesp
 // by [Cgroup.KillNamespace], wherever their cgroup. It holds none when
 // the session entered the host's own namespace or init's, or when nothing
 // of it runs any more.
-func (c *Cgroup) OpenNamespace(leader int) { c.ns = sessionNamespace(leader, c) }
+//
+// Nor when the cgroup2 mount has nsdelegate: the kernel then refuses to
+// move a process of the session across its namespace's root, the session's
+// cgroup, so every process of the namespace stays in the cgroup, where
+// the cgroup's kill reaches it, and looking for them costs a scan of every
+// process on the host at each session's end for nothing. The one way out
+// is the same with or without the scan: entering another cgroup namespace
+// first (setns or unshare, CAP_SYS_ADMIN), after which the scan would not
+// find the process either. (A process outside the session, one that is
+// not in its namespace, may still move a session's process, as it may
+// start any process of its own.)
+func (c *Cgroup) OpenNamespace(leader int) {
+	if c.root != nil && c.root.nsdelegate {
+		return
+	}
+	c.ns = sessionNamespace(leader, c)
+}
 
 // Namespaced reports whether OpenNamespace holds a namespace for c.
 // Nil-safe.

@@ -208,7 +208,7 @@ func migrationText(cg *Root) string {
 	case !cg.namespace:
 		return "Sessions have no cgroup namespace (creating one needs CAP_SYS_ADMIN): a process that may write another cgroup's cgroup.procs can leave its session's cgroup, and then outlives kill, Close and the host."
 	case cg.nsdelegate:
-		return "The kernel refuses to move a session's process out of its cgroup v2 cgroup (nsdelegate and a cgroup namespace per session). On cgroup v1 hierarchies a root process may still move, leaving its limits there; it is still killed with its session, found by its cgroup namespace, unless it also entered another cgroup namespace (setns or unshare, CAP_SYS_ADMIN)."
+		return "The kernel refuses to move a session's process out of its cgroup v2 cgroup (nsdelegate and a cgroup namespace per session), so it is killed with its session's cgroup, on Close and when the host dies, unless it first entered another cgroup namespace (setns or unshare, CAP_SYS_ADMIN). On cgroup v1 hierarchies a root process may still move, leaving its limits there, but not its cgroup v2 cgroup."
 	default:
 		return "The cgroup2 mount has no nsdelegate, so the kernel lets a root session move its processes to any cgroup, leaving its limits; they are still killed with their session, on Close and when the host dies, found by their cgroup namespace, unless they also entered another cgroup namespace (setns or unshare, CAP_SYS_ADMIN)."
 	}
