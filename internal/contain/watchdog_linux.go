@@ -194,11 +194,13 @@ type Watchdog struct {
 	stop      chan struct{} // closed by close
 	keepers   sync.WaitGroup
 
-	mu       sync.Mutex // serialises lines, restarts and close
-	procs    [WatchdogCount]*watchdogProc
-	groups   map[int]struct{}    // process groups listed by line (not in list)
-	nss      map[uint64]struct{} // cgroup namespaces (by inode number) listed by line
-	keeping  bool                // the keepers were started
+	mu    sync.Mutex // serialises lines, restarts and close
+	procs [WatchdogCount]*watchdogProc
+	// lined are the entries ("+ 123" for a process group, "+n 456" for a
+	// namespace) not in the list, which every watchdog process is sent
+	// as lines.
+	lined    map[string]struct{}
+	keeping  bool // the keepers were started
 	closed   bool
 	restarts int
 }
@@ -212,6 +214,10 @@ type watchdogProc struct {
 	cmd      *exec.Cmd
 	lifeline *os.File // the host's end
 	pidfd    *os.File // nil without pidfd_open: the keeper then blocks in Wait
+	// list: it reads the list when its lifeline ends. Else (its read-only
+	// description of the list could not be opened) it is sent every entry
+	// as a line.
+	list bool
 }
 
 // StartWatchdog starts the two watchdog processes of a registry whose
@@ -226,8 +232,7 @@ func startWatchdog(cgroupDir string, slots int) (*Watchdog, error) {
 	w := &Watchdog{
 		cgroupDir: cgroupDir,
 		stop:      make(chan struct{}),
-		groups:    make(map[int]struct{}),
-		nss:       make(map[uint64]struct{}),
+		lined:     make(map[string]struct{}),
 	}
 	if slots > 0 {
 		// Without the list (a kernel before 5.1, no memfd), lines.
@@ -306,15 +311,15 @@ func watchdogCommand(cgroupDir string, in, list *os.File) *exec.Cmd {
 	return cmd
 }
 
+// startWatchdogProc starts one watchdog process, reading list when it is
+// not nil and a description of it can be opened (see watchdogProc.list).
 func startWatchdogProc(cgroupDir string, list *watchList) (*watchdogProc, error) {
 	var lf *os.File
 	if list != nil {
-		f, err := list.reader()
-		if err != nil {
-			return nil, fmt.Errorf("bgexec: start watchdog: %w", err)
+		if f, err := list.reader(); err == nil {
+			defer f.Close()
+			lf = f
 		}
-		defer f.Close()
-		lf = f
 	}
 	w, r, err := newLifeline()
 	if err != nil {
@@ -329,7 +334,7 @@ func startWatchdogProc(cgroupDir string, list *watchList) (*watchdogProc, error)
 		_ = w.Close()
 		return nil, fmt.Errorf("bgexec: start watchdog: %w", err)
 	}
-	p := &watchdogProc{cmd: cmd, lifeline: w}
+	p := &watchdogProc{cmd: cmd, lifeline: w, list: lf != nil}
 	if fd, err := unix.PidfdOpen(cmd.Process.Pid, unix.PIDFD_NONBLOCK); err == nil {
 		p.pidfd = os.NewFile(uintptr(fd), "pidfd")
 	}
@@ -373,11 +378,13 @@ func (w *Watchdog) keep(i int) {
 		if err == nil {
 			w.restarts++
 			w.procs[i] = np
-			for g := range w.groups {
-				_, _ = np.lifeline.Write([]byte("+ " + strconv.Itoa(g) + "\n"))
+			for e := range w.lined {
+				_, _ = np.lifeline.Write([]byte(e + "\n"))
 			}
-			for n := range w.nss {
-				_, _ = np.lifeline.Write([]byte("+n " + strconv.FormatUint(n, 10) + "\n"))
+			if !np.list && w.list != nil {
+				for e := range w.list.slots {
+					_, _ = np.lifeline.Write([]byte(e + "\n"))
+				}
 			}
 		}
 		w.mu.Unlock()
@@ -400,34 +407,38 @@ func (w *Watchdog) send(op string, pgid int) {
 	if w.closed {
 		return
 	}
-	w.orderLocked(op, strconv.Itoa(pgid), func() {
-		if op == "+" {
-			w.groups[pgid] = struct{}{}
-		} else {
-			delete(w.groups, pgid)
-		}
-	})
+	w.orderLocked(op, strconv.Itoa(pgid))
 }
 
 // orderLocked lists (op "+" or "+n") or unlists ("-" or "-n") one entry:
 // in the list when it has room (unlisting where it was listed), else by
-// a line to every watchdog process, after byLine has noted it for a
-// restarted watchdog.
-func (w *Watchdog) orderLocked(op, value string, byLine func()) {
-	if w.list != nil {
-		switch op {
-		case "+", "+n":
-			if w.list.add(op, value) {
-				return
-			}
-		case "-", "-n":
-			if w.list.remove("+"+op[1:], value) {
-				return
-			}
+// a line to every watchdog process. A watchdog process that does not read
+// the list is sent the line either way. An entry listed by line stays
+// there until it is unlisted, so that no entry is in both.
+func (w *Watchdog) orderLocked(op, value string) {
+	key := "+" + op[1:] + " " + value
+	_, lined := w.lined[key]
+	inList := false
+	if w.list != nil && !lined {
+		if op[0] == '+' {
+			inList = w.list.add(op, value)
+		} else {
+			inList = w.list.remove(key[:len(op)], value)
 		}
 	}
-	byLine()
-	w.writeLocked(op + " " + value + "\n")
+	if !inList {
+		if op[0] == '+' {
+			w.lined[key] = struct{}{}
+		} else {
+			delete(w.lined, key)
+		}
+	}
+	line := []byte(op + " " + value + "\n")
+	for _, p := range w.procs {
+		if p != nil && p.lifeline != nil && (!inList || !p.list) {
+			_, _ = p.lifeline.Write(line)
+		}
+	}
 }
 
 // WatchNamespace registers the cgroup namespace of a session's cgroup c
@@ -458,7 +469,7 @@ func (w *Watchdog) watchNamespace(ino uint64) {
 	if w.closed {
 		return
 	}
-	w.orderLocked("+n", strconv.FormatUint(ino, 10), func() { w.nss[ino] = struct{}{} })
+	w.orderLocked("+n", strconv.FormatUint(ino, 10))
 }
 
 // forgetNamespace unregisters a cgroup namespace by its inode number.
@@ -471,7 +482,7 @@ func (w *Watchdog) forgetNamespace(ino uint64) {
 	if w.closed {
 		return
 	}
-	w.orderLocked("-n", strconv.FormatUint(ino, 10), func() { delete(w.nss, ino) })
+	w.orderLocked("-n", strconv.FormatUint(ino, 10))
 }
 
 // writeLocked tells every watchdog process a line.
@@ -518,7 +529,7 @@ func (w *Watchdog) Close() {
 	}
 	w.closed = true
 	close(w.stop)
-	if len(w.groups) == 0 && len(w.nss) == 0 && (w.list == nil || w.list.empty()) {
+	if len(w.lined) == 0 && (w.list == nil || w.list.empty()) {
 		// Nothing is listed: every session ended, and the host removes
 		// its cgroups itself.
 		w.writeLocked("q\n")

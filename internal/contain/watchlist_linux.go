@@ -3,6 +3,7 @@
 package contain
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -22,7 +23,14 @@ import (
 // every other write (F_SEAL_FUTURE_WRITE, Linux 5.1, and against resizing):
 // sessions run as the host's user and could open it again through
 // /proc/<watchdog>/fd, but not change it, so no session can take itself
-// off the list. A record is
+// off the list. Nor can one map it writable before it is sealed: it is made
+// readable by its owner alone (0400) right after its creation, so a
+// process of the host's user (without CAP_DAC_OVERRIDE) that opens the
+// host's descriptor again through /proc in the moment before the seal
+// gets a read-only description; what is left is the moment between
+// memfd_create and that fchmod, two system calls apart. A process allowed
+// to ptrace the host can do anything with it, as with the lifeline. A
+// record is
 //
 //	"+   <pgid>"  a listed process group,
 //	"+n  <inode>" a listed cgroup namespace,
@@ -38,11 +46,12 @@ import (
 // Its methods are not safe for concurrent use: the Watchdog's lock guards
 // them.
 type watchList struct {
-	f     *os.File       // the memfd, close-on-exec
-	mem   []byte         // the host's shared, writable mapping of all of f
-	slots map[string]int // the listed entries ("+ 123", "+n 456") and their slots
-	free  []int          // freed slots, reused before the end moves
-	end   int            // the slot holding the end mark
+	f      *os.File       // the memfd, close-on-exec
+	reopen string         // where a watchdog's description is opened: /proc/self/fd/<f>
+	mem    []byte         // the host's shared, writable mapping of all of f
+	slots  map[string]int // the listed entries ("+ 123", "+n 456") and their slots
+	free   []int          // freed slots, reused before the end moves
+	end    int            // the slot holding the end mark
 }
 
 const (
@@ -69,6 +78,9 @@ func newWatchList(slots int) (*watchList, error) {
 		_ = f.Close()
 		return nil, os.NewSyscallError(op, err)
 	}
+	if err := unix.Fchmod(fd, 0o400); err != nil {
+		return fail("fchmod", err)
+	}
 	if err := unix.Ftruncate(fd, int64(size)); err != nil {
 		return fail("ftruncate", err)
 	}
@@ -84,7 +96,7 @@ func newWatchList(slots int) (*watchList, error) {
 		_ = unix.Munmap(mem)
 		return fail("fcntl", err)
 	}
-	l := &watchList{f: f, mem: mem, slots: make(map[string]int)}
+	l := &watchList{f: f, reopen: "/proc/self/fd/" + strconv.Itoa(fd), mem: mem, slots: make(map[string]int)}
 	// Each watchdog reads a description of its own, opened through /proc.
 	r, err := l.reader()
 	if err != nil {
@@ -168,9 +180,18 @@ func (l *watchList) empty() bool { return len(l.slots) == 0 }
 
 // reader opens the list anew, read-only and at its start, for one
 // watchdog process: a description of its own, whose offset no other
-// process moves.
+// process moves. A process of the host's user may have changed the file's
+// mode (no seal stops a chmod) to keep a restarted watchdog from reading
+// it: the host, its owner, makes it 0400 again and tries once more. When
+// that fails too, the watchdog gets lines instead (see Watchdog).
 func (l *watchList) reader() (*os.File, error) {
-	return os.Open("/proc/self/fd/" + strconv.Itoa(int(l.f.Fd())))
+	f, err := os.Open(l.reopen)
+	if errors.Is(err, os.ErrPermission) {
+		if cerr := unix.Fchmod(int(l.f.Fd()), 0o400); cerr == nil {
+			f, err = os.Open(l.reopen)
+		}
+	}
+	return f, err
 }
 
 // close unmaps and closes the list; the watchdogs keep their own

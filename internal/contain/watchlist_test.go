@@ -46,6 +46,9 @@ func TestWatchListRecords(t *testing.T) {
 		t.Skipf("no sealed list on this kernel: %v", err)
 	}
 	defer l.close()
+	st, err := l.f.Stat()
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o400), st.Mode().Perm(), "only its owner may open it, and only to read, before it is sealed")
 	assert.Empty(t, listText(t, l))
 	require.True(t, l.add("+", "1234"))
 	require.True(t, l.add("+n", "4026532000"))
@@ -144,6 +147,14 @@ func TestWatchListOverflowsIntoLines(t *testing.T) {
 			w.Watch(s[4])  // line
 			if w.list != nil {
 				assert.Equal(t, []string{"+   " + strconv.Itoa(s[3]), "+   " + strconv.Itoa(s[1])}, listText(t, w.list))
+				// Listed by line, s[4] stays there even when a slot frees:
+				// watched again, and then forgotten once, it is gone.
+				w.Forget(s[3])
+				w.Watch(s[4])
+				w.Forget(s[4])
+				w.Watch(s[3])
+				w.Watch(s[4])
+				assert.Equal(t, []string{"+   " + strconv.Itoa(s[3]), "+   " + strconv.Itoa(s[1])}, listText(t, w.list), "s[4] never went to the list")
 			}
 			// Both watchdogs killed and replaced, one after the other.
 			for i := range WatchdogCount {
@@ -220,5 +231,77 @@ func TestWatchdogReadsTheListSafely(t *testing.T) {
 	assert.True(t, proctest.PidGone(t, victim), "the listed group was killed")
 	for name, pid := range map[string]int{"a freed slot's": freed, "one after the end mark": after, "a malformed record's": sibling} {
 		assert.True(t, proctest.Untouched(t, pid), "%s group was not", name)
+	}
+}
+
+// A watchdog that cannot open the list (someone changed its mode, or
+// /proc is gone) is sent every entry as a line: those listed before its
+// start, and every change after it. With both watchdogs restarted so, at
+// the end every group still listed is killed and none forgotten is.
+func TestWatchListFallsBackToLines(t *testing.T) {
+	t.Parallel()
+	s := make([]int, 3)
+	for i := range s {
+		s[i] = proctest.StartSleeper(t, nil)
+	}
+	w, err := StartWatchdog("")
+	require.NoError(t, err)
+	closed := false
+	defer func() {
+		if !closed {
+			w.Close()
+		}
+	}()
+	if w.list == nil {
+		t.Skip("no sealed list on this kernel: the watchdogs get lines anyway")
+	}
+	w.KeepAlive()
+	w.Watch(s[0]) // in the list before the restarts
+	w.mu.Lock()
+	w.list.reopen = filepath.Join(t.TempDir(), "gone")
+	w.mu.Unlock()
+	for i := range WatchdogCount {
+		old := w.PidOf(i)
+		require.NoError(t, unix.Kill(old, unix.SIGKILL))
+		deadline := time.Now().Add(10 * time.Second)
+		for w.PidOf(i) == 0 || w.PidOf(i) == old {
+			require.True(t, time.Now().Before(deadline), "watchdog %d was not restarted", i)
+			time.Sleep(5 * time.Millisecond)
+		}
+		awaitShell(t, w.PidOf(i))
+		_, err := os.Readlink("/proc/" + strconv.Itoa(w.PidOf(i)) + "/fd/3")
+		assert.Error(t, err, "the restarted watchdog %d has no list", i)
+	}
+	w.Watch(s[1])  // in the list, and a line to both
+	w.Watch(s[2])  // the same
+	w.Forget(s[2]) // out of the list, and a line to both
+	require.Len(t, w.list.slots, 2, "s[0] and s[1] are in the list")
+	w.Close()
+	closed = true
+	assert.True(t, proctest.PidGone(t, s[0]), "the group listed before the restarts was killed")
+	assert.True(t, proctest.PidGone(t, s[1]), "the group listed after them was killed")
+	assert.True(t, proctest.Untouched(t, s[2]), "the group forgotten was not")
+}
+
+// awaitShell waits, with a deadline, until the watchdog process pid runs
+// its script: it ignores SIGTERM (its first command). Before its exec the
+// forked child still holds the host's descriptors.
+func awaitShell(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+				mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				require.NoError(t, err)
+				if mask&(1<<(unix.SIGTERM-1)) != 0 {
+					return
+				}
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "watchdog %d did not start its script", pid)
+		time.Sleep(2 * time.Millisecond)
 	}
 }
