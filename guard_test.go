@@ -28,29 +28,6 @@ func startSleeper(t *testing.T, cred *syscall.Credential) int {
 // proctest.Untouched).
 func untouched(t *testing.T, pid int) bool { return proctest.Untouched(t, pid) }
 
-// awaitIgnored waits, with a deadline, until pid ignores sig. The
-// watchdog's first command makes it ignore SIGTERM: from then on its shell
-// runs the script, and the loader has closed what it opened.
-func awaitIgnored(t *testing.T, pid int, sig syscall.Signal) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-		require.NoError(t, err)
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
-				mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-				require.NoError(t, err, line)
-				if mask&(1<<(sig-1)) != 0 {
-					return
-				}
-			}
-		}
-		require.True(t, time.Now().Before(deadline), "process %d does not ignore %v", pid, sig)
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // A session runs as the host's user, so it can find the watchdog in /proc.
 // It tries to write orders into every descriptor of the watchdog: a line
 // that would inject a command, one that lists a process group outside the
@@ -92,7 +69,7 @@ func TestWatchdogTakesNoOrdersFromSessions(t *testing.T) {
 func watchdogTakesNoOrders(t *testing.T, reg *Registry, wd int, marker string, sibling int) {
 	t.Run("its environment, argv, directory and descriptors are its own", func(t *testing.T) {
 		// Until its shell runs, the dynamic loader may hold a file open.
-		awaitIgnored(t, wd, syscall.SIGTERM)
+		proctest.AwaitIgnored(t, wd, syscall.SIGTERM)
 		ents, err := os.ReadDir("/proc/" + strconv.Itoa(wd) + "/fd")
 		require.NoError(t, err)
 		var fds []string

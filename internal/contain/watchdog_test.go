@@ -4,6 +4,7 @@ package contain
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,20 +38,7 @@ func TestWatchdogRefusesMalformedOrders(t *testing.T) {
 	// A variable in the host's environment must not list a group either.
 	t.Setenv("g_"+sib, "1")
 
-	host, child, err := newLifeline()
-	require.NoError(t, err)
-	defer host.Close()
-	cmd := watchdogCommand("", child, nil)
-	cmd.SysProcAttr.Credential = cred
-	err = cmd.Start()
-	_ = child.Close()
-	require.NoError(t, err)
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-waited
-	})
+	host, end := runWatchdog(t, "", nil, func(cmd *exec.Cmd) { cmd.SysProcAttr.Credential = cred })
 
 	lines := []string{
 		"+ 1;touch " + marker + ";:",
@@ -63,15 +51,9 @@ func TestWatchdogRefusesMalformedOrders(t *testing.T) {
 		"+n 999999999999999999999", "+n", "+nx " + sib, "n " + sib, "+n " + sib + " x",
 		"+ " + vic,
 	}
-	_, err = host.WriteString(strings.Join(lines, "\n") + "\n")
+	_, err := host.WriteString(strings.Join(lines, "\n") + "\n")
 	require.NoError(t, err)
-	require.NoError(t, host.Close())
-	select {
-	case <-waited:
-		waited <- nil // for the cleanup
-	case <-time.After(10 * time.Second):
-		t.Fatal("the watchdog did not exit at the end of its lifeline")
-	}
+	end(10 * time.Second)
 	assert.NoFileExists(t, marker, "no injected command ran")
 	assert.True(t, proctest.Untouched(t, sibling), "no malformed line made the watchdog kill a process it was not given")
 	assert.True(t, proctest.PidGone(t, victim), "the well-formed line was obeyed")
@@ -95,30 +77,13 @@ func TestWatchdogFreezesBeforeItScans(t *testing.T) {
 	rmdir := "#!/bin/sh\n[ \"$1\" = " + cg + " ] && { printf 'end kill=%s\\n' \"$(cat " + kill + ")\"; } >> " + seen + " 2>&1\nrm -rf -- \"$1\"\n"
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "rmdir"), []byte(rmdir), 0o700))
 
-	host, child, err := newLifeline()
-	require.NoError(t, err)
-	defer host.Close()
-	cmd := watchdogCommand(cg, child, nil)
-	cmd.Env = []string{"PATH=" + bin + ":/usr/sbin:/usr/bin:/sbin:/bin"}
-	err = cmd.Start()
-	_ = child.Close()
-	require.NoError(t, err)
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-waited
+	host, end := runWatchdog(t, cg, nil, func(cmd *exec.Cmd) {
+		cmd.Env = []string{"PATH=" + bin + ":/usr/sbin:/usr/bin:/sbin:/bin"}
 	})
 	// A namespace no process is in: one look, which finds nothing.
-	_, err = host.WriteString("+n 12345\n")
+	_, err := host.WriteString("+n 12345\n")
 	require.NoError(t, err)
-	require.NoError(t, host.Close())
-	select {
-	case <-waited:
-		waited <- nil // for the cleanup
-	case <-time.After(30 * time.Second):
-		t.Fatal("the watchdog did not exit at the end of its lifeline")
-	}
+	end(30 * time.Second)
 	got, err := os.ReadFile(seen)
 	require.NoError(t, err, "the watchdog scanned the namespaces")
 	assert.Equal(t, "scan freeze=1 kill=\nend kill=1\n", string(got), "frozen before the one look, killed after it")

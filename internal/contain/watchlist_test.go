@@ -4,6 +4,7 @@ package contain
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -157,15 +158,7 @@ func TestWatchListOverflowsIntoLines(t *testing.T) {
 				assert.Equal(t, []string{"+   " + strconv.Itoa(s[3]), "+   " + strconv.Itoa(s[1])}, listText(t, w.list), "s[4] never went to the list")
 			}
 			// Both watchdogs killed and replaced, one after the other.
-			for i := range WatchdogCount {
-				old := w.PidOf(i)
-				require.NoError(t, unix.Kill(old, unix.SIGKILL))
-				deadline := time.Now().Add(10 * time.Second)
-				for w.PidOf(i) == 0 || w.PidOf(i) == old {
-					require.True(t, time.Now().Before(deadline), "watchdog %d was not restarted", i)
-					time.Sleep(5 * time.Millisecond)
-				}
-			}
+			restartWatchdogs(t, w)
 			w.Close()
 			closed = true
 			for _, i := range []int{1, 3, 4} {
@@ -207,26 +200,8 @@ func TestWatchdogReadsTheListSafely(t *testing.T) {
 	require.NoError(t, err)
 	defer list.Close()
 
-	host, child, err := newLifeline()
-	require.NoError(t, err)
-	defer host.Close()
-	cmd := watchdogCommand("", child, list)
-	err = cmd.Start()
-	_ = child.Close()
-	require.NoError(t, err)
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-waited
-	})
-	require.NoError(t, host.Close())
-	select {
-	case <-waited:
-		waited <- nil // for the cleanup
-	case <-time.After(10 * time.Second):
-		t.Fatal("the watchdog did not exit at the end of its lifeline")
-	}
+	_, end := runWatchdog(t, "", list, nil)
+	end(10 * time.Second)
 	assert.NoFileExists(t, marker, "no injected command ran")
 	assert.True(t, proctest.PidGone(t, victim), "the listed group was killed")
 	for name, pid := range map[string]int{"a freed slot's": freed, "one after the end mark": after, "a malformed record's": sibling} {
@@ -260,16 +235,8 @@ func TestWatchListFallsBackToLines(t *testing.T) {
 	w.mu.Lock()
 	w.list.reopen = filepath.Join(t.TempDir(), "gone")
 	w.mu.Unlock()
-	for i := range WatchdogCount {
-		old := w.PidOf(i)
-		require.NoError(t, unix.Kill(old, unix.SIGKILL))
-		deadline := time.Now().Add(10 * time.Second)
-		for w.PidOf(i) == 0 || w.PidOf(i) == old {
-			require.True(t, time.Now().Before(deadline), "watchdog %d was not restarted", i)
-			time.Sleep(5 * time.Millisecond)
-		}
-		awaitShell(t, w.PidOf(i))
-		_, err := os.Readlink("/proc/" + strconv.Itoa(w.PidOf(i)) + "/fd/3")
+	for i, pid := range restartWatchdogs(t, w) {
+		_, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/3")
 		assert.Error(t, err, "the restarted watchdog %d has no list", i)
 	}
 	w.Watch(s[1])  // in the list, and a line to both
@@ -283,25 +250,56 @@ func TestWatchListFallsBackToLines(t *testing.T) {
 	assert.True(t, proctest.Untouched(t, s[2]), "the group forgotten was not")
 }
 
-// awaitShell waits, with a deadline, until the watchdog process pid runs
-// its script: it ignores SIGTERM (its first command). Before its exec the
-// forked child still holds the host's descriptors.
-func awaitShell(t *testing.T, pid int) {
+// restartWatchdogs SIGKILLs each watchdog process in turn and waits, with
+// a deadline, for its replacement to run its script, whose pids it
+// returns.
+func restartWatchdogs(t *testing.T, w *Watchdog) []int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-		require.NoError(t, err)
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
-				mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-				require.NoError(t, err)
-				if mask&(1<<(unix.SIGTERM-1)) != 0 {
-					return
-				}
-			}
+	var pids []int
+	for i := range WatchdogCount {
+		old := w.PidOf(i)
+		require.NoError(t, unix.Kill(old, unix.SIGKILL))
+		deadline := time.Now().Add(10 * time.Second)
+		for w.PidOf(i) == 0 || w.PidOf(i) == old {
+			require.True(t, time.Now().Before(deadline), "watchdog %d was not restarted", i)
+			time.Sleep(5 * time.Millisecond)
 		}
-		require.True(t, time.Now().Before(deadline), "watchdog %d did not start its script", pid)
-		time.Sleep(2 * time.Millisecond)
+		proctest.AwaitIgnored(t, w.PidOf(i), unix.SIGTERM)
+		pids = append(pids, w.PidOf(i))
+	}
+	return pids
+}
+
+// runWatchdog starts a watchdog process on a lifeline of its own (cg its
+// registry's cgroup, list its fd 3 when not nil), lets setup change its
+// command first, and returns the host's end and a function that ends the
+// lifeline and waits, at most d, for the watchdog to exit.
+func runWatchdog(t *testing.T, cg string, list *os.File, setup func(*exec.Cmd)) (host *os.File, end func(d time.Duration)) {
+	t.Helper()
+	host, child, err := newLifeline()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = host.Close() })
+	cmd := watchdogCommand(cg, child, list)
+	if setup != nil {
+		setup(cmd)
+	}
+	err = cmd.Start()
+	_ = child.Close()
+	require.NoError(t, err)
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-waited
+	})
+	return host, func(d time.Duration) {
+		t.Helper()
+		require.NoError(t, host.Close())
+		select {
+		case <-waited:
+			waited <- nil // for the cleanup
+		case <-time.After(d):
+			t.Fatal("the watchdog did not exit at the end of its lifeline")
+		}
 	}
 }

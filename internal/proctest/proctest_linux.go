@@ -134,3 +134,27 @@ func LowerNofileUntil(t testing.TB, refused func() bool) {
 		require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
 	}
 }
+
+// AwaitIgnored waits, with a deadline, until pid ignores sig. A watchdog's
+// first command makes it ignore SIGTERM: from then on its shell runs the
+// script, and the loader has closed what it opened (before its exec, a
+// forked child still holds its parent's descriptors).
+func AwaitIgnored(t testing.TB, pid int, sig syscall.Signal) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+				mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				require.NoError(t, err, line)
+				if mask&(1<<(sig-1)) != 0 {
+					return
+				}
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "pid %d did not come to ignore %v", pid, sig)
+		time.Sleep(2 * time.Millisecond)
+	}
+}
