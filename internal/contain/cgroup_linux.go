@@ -411,9 +411,13 @@ func (c *Cgroup) UnshareNamespace() bool { return c.root != nil && c.root.namesp
 // process on the host at each session's end for nothing. The one way out
 // is the same with or without the scan: entering another cgroup namespace
 // first (setns or unshare, CAP_SYS_ADMIN), after which the scan would not
-// find the process either. (A process outside the session, one that is
-// not in its namespace, may still move a session's process, as it may
-// start any process of its own.)
+// find the process either. A process outside the session, one not in its
+// namespace, may still move a session's process: systemd moves the
+// command of a `systemd-run --scope` into a scope of its own. The scan
+// would have found that one; it finds none of what such a process starts
+// for the session instead (`systemd-run --unit`), and the session's
+// process-group kill still reaches the moved process unless it also left
+// the group (setsid).
 func (c *Cgroup) OpenNamespace(leader int) {
 	if c.root != nil && c.root.nsdelegate {
 		return
