@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -18,8 +19,18 @@ import (
 
 // runWarm starts a warm sandbox of p with bwrap run directly, hands it
 // argv and env, and returns what it printed and its exit code.
+//
+// bwrap --die-with-parent dies with the thread that forked it, and the Go
+// runtime ends a thread when a goroutine locked to it exits: the spawner
+// threads of the hosts other tests close do. The test's goroutine keeps
+// the forking thread locked until bwrap has ended, so no other goroutine
+// can take it over and end it (what the hosts' own spawner threads do).
+// Before that, bwrap was once seen SIGKILLed in CI after its command had
+// printed everything.
 func runWarm(t *testing.T, p *Plan, argv, env []string) (string, int) {
 	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	w, err := p.NewWarm()
 	require.NoError(t, err)
 	defer w.Close()
@@ -50,8 +61,7 @@ func runWarm(t *testing.T, p *Plan, argv, env []string) (string, int) {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			// Seen once in CI under load, not reproduced since: say which
-			// signal ended bwrap, for the next time.
+			// Say which signal ended bwrap, should it happen again.
 			t.Logf("bwrap ended by signal %v after printing %q", ws.Signal(), out.String())
 		}
 	} else {
