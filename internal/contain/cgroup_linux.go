@@ -59,25 +59,6 @@ func (r *Root) Spares() []string {
 	return dirs
 }
 
-// spareCgroup is an emptied session cgroup kept for reuse, with its
-// counters as they stood when its last session ended: nothing runs in it
-// until the next session, so they are where that session starts. The
-// counters are read after the last session's end was reported
-// ([Cgroup.NoteSpareCounters]); -1 until then (or if they could not be
-// read), and the next session then reads them itself.
-type spareCgroup struct {
-	dir     string
-	cpuUsec atomic.Int64 // cpu.stat usage_usec
-	oomKill atomic.Int64 // memory.events oom_kill, when the v2 tree has memory
-}
-
-func newSpareCgroup(dir string) *spareCgroup {
-	sp := &spareCgroup{dir: dir}
-	sp.cpuUsec.Store(-1)
-	sp.oomKill.Store(-1)
-	return sp
-}
-
 // Dirty lists the session cgroups not seen empty or not removed yet (a
 // copy): they are never reused, and RetryDirty kills them again.
 func (r *Root) Dirty() []string {
@@ -326,15 +307,16 @@ type Cgroup struct {
 	// so it stays empty and needs neither a kill nor another look.
 	emptied atomic.Bool
 
-	// from is the spare this cgroup was taken from (nil for a new one):
-	// its counters start where the last session left them, which from
-	// holds once they were read. kept is the spare this session's cgroup
-	// became (Remove), whose counters NoteSpareCounters reads. lim is the
-	// session's share of the registry's limits (see Limiter); nil without
-	// limits.
-	from *spareCgroup
-	kept *spareCgroup
-	lim  *sessionLimits
+	// reused is set when the cgroup is a spare: its counters start where
+	// the last session left them, and prep holds what that spare had
+	// prepared (nil when it was taken before), for Attach to take over.
+	// kept is the spare this session's cgroup became (Remove), which
+	// PrepareSpare prepares. lim is the session's share of the registry's
+	// limits (see Limiter); nil without limits.
+	reused bool
+	prep   *cgroupPrep
+	kept   *spareCgroup
+	lim    *sessionLimits
 
 	// killed is set once cgroup.kill was written. Such a cgroup is never
 	// reused: on some kernels (6.18 here) a child cloned into a cgroup
@@ -353,24 +335,32 @@ type Cgroup struct {
 // NewSession returns an empty cgroup for one session: a spare one if there
 // is, else a new one.
 func (r *Root) NewSession() (*Cgroup, error) {
-	var dir string
-	from := r.takeSpare()
-	if from != nil {
-		dir = from.dir
+	c := &Cgroup{root: r, fd: -1}
+	if from := r.takeSpare(); from != nil {
+		c.dir, c.reused, c.prep = from.dir, true, from.take()
+		if c.prep != nil {
+			c.fd, c.prep.dirFD = c.prep.dirFD, -1
+		}
 	} else {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
-		dir = filepath.Join(r.dir, "s-"+hex.EncodeToString(b[:]))
-		if err := unix.Mkdir(dir, 0o755); err != nil {
-			return nil, &os.PathError{Op: "mkdir", Path: dir, Err: err}
+		c.dir = filepath.Join(r.dir, "s-"+hex.EncodeToString(b[:]))
+		if err := unix.Mkdir(c.dir, 0o755); err != nil {
+			return nil, &os.PathError{Op: "mkdir", Path: c.dir, Err: err}
 		}
 	}
-	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		_ = unix.Rmdir(dir)
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	if c.fd < 0 {
+		fd, err := unix.Open(c.dir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if c.prep != nil {
+				c.prep.close()
+			}
+			_ = unix.Rmdir(c.dir)
+			return nil, &os.PathError{Op: "open", Path: c.dir, Err: err}
+		}
+		c.fd = fd
 	}
-	return &Cgroup{root: r, dir: dir, fd: fd, from: from}, nil
+	return c, nil
 }
 
 // CloseFD closes the directory descriptor, which only the clone into the
@@ -379,6 +369,10 @@ func (c *Cgroup) CloseFD() {
 	if c.fd >= 0 {
 		_ = unix.Close(c.fd)
 		c.fd = -1
+	}
+	if c.prep != nil { // no Attach took it over
+		c.prep.close()
+		c.prep = nil
 	}
 }
 
@@ -399,8 +393,12 @@ func (c *Cgroup) Killed() bool { return c.killed.Load() }
 func (c *Cgroup) UnshareNamespace() bool { return c.root != nil && c.root.namespace }
 
 // OpenNamespace holds the cgroup namespace of a session just started with
-// one (leader is its shell), so that its processes are found, and killed
-// by [Cgroup.KillNamespace], wherever their cgroup. It holds none when
+// one (leader is its shell, pidfd the leader's pidfd or -1), so that its
+// processes are found, and killed by [Cgroup.KillNamespace], wherever
+// their cgroup. It takes the namespace through the pidfd where the kernel
+// can (Linux 6.11), else through /proc/<leader>/ns/cgroup, which costs
+// about three times as much for a process just started, whose /proc
+// entries are not looked up yet. It holds none when
 // the session entered the host's own namespace or init's, or when nothing
 // of it runs any more.
 //
@@ -418,11 +416,11 @@ func (c *Cgroup) UnshareNamespace() bool { return c.root != nil && c.root.namesp
 // for the session instead (`systemd-run --unit`), and the session's
 // process-group kill still reaches the moved process unless it also left
 // the group (setsid).
-func (c *Cgroup) OpenNamespace(leader int) {
+func (c *Cgroup) OpenNamespace(leader, pidfd int) {
 	if c.root != nil && c.root.nsdelegate {
 		return
 	}
-	c.ns = sessionNamespace(leader, c)
+	c.ns = sessionNamespace(leader, pidfd, c)
 }
 
 // Namespaced reports whether OpenNamespace holds a namespace for c.
@@ -621,20 +619,18 @@ func (c *Cgroup) Remove(bound time.Duration) error {
 	return nil
 }
 
-// NoteSpareCounters reads the counters of the spare that Remove made of
-// c (and of its v1 directories), for the next session to start from
-// without reading them (see spareCgroup). Call it after Remove, off the
-// path that reports the session's end; a no-op when nothing was kept.
-func (c *Cgroup) NoteSpareCounters() {
+// PrepareSpare prepares the spare that Remove made of c (and of its v1
+// directories) for the next session: it reads where its counters stand
+// and opens the descriptors that session needs, so that it starts
+// without (see spareCgroup). Call it after Remove, off the path that
+// reports the session's end; a no-op when nothing was kept.
+func (c *Cgroup) PrepareSpare() {
 	if sp := c.kept; sp != nil {
-		sp.cpuUsec.Store(ReadKey(filepath.Join(sp.dir, "cpu.stat"), "usage_usec"))
-		if c.lim != nil && c.lim.root.v2["memory"] {
-			sp.oomKill.Store(ReadKey(filepath.Join(sp.dir, "memory.events"), "oom_kill"))
-		}
+		sp.prepare(c.lim != nil && c.lim.root.v2["memory"])
 		c.kept = nil
 	}
 	if c.lim != nil {
-		c.lim.noteSpareCounters()
+		c.lim.prepareSpare()
 	}
 }
 
@@ -648,6 +644,7 @@ func (r *Root) Remove() error {
 	r.spare = nil
 	r.mu.Unlock()
 	for _, sp := range spare {
+		sp.drop()
 		_ = unix.Rmdir(sp.dir) // Best effort: the root's rmdir below reports it.
 	}
 	if n := r.RetryDirty(time.Second); n > 0 {
@@ -687,13 +684,31 @@ type namespace struct {
 	own string
 }
 
+// pidfdGetCgroupNamespace is the pidfd ioctl that opens the process's
+// cgroup namespace (PIDFD_GET_CGROUP_NAMESPACE, Linux 6.11).
+const pidfdGetCgroupNamespace = 0xFF<<8 | 1
+
 // openCgroupNamespace opens the cgroup namespace of pid, which must be
-// alive (a zombie has none).
-func openCgroupNamespace(pid int) (*namespace, error) {
+// alive (a zombie has none), through pidfd, pid's pidfd, when it is not
+// -1 and the kernel has the ioctl, else through /proc.
+func openCgroupNamespace(pid, pidfd int) (*namespace, error) {
 	path := "/proc/" + strconv.Itoa(pid) + "/ns/cgroup"
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	fd := -1
+	if pidfd >= 0 {
+		r, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(pidfd), pidfdGetCgroupNamespace, 0)
+		switch errno {
+		case 0:
+			fd = int(r)
+		case unix.ESRCH:
+			return nil, &os.PathError{Op: "ioctl PIDFD_GET_CGROUP_NAMESPACE", Path: path, Err: errno}
+		}
+		// Any other error (ENOTTY or EINVAL before 6.11): /proc.
+	}
+	if fd < 0 {
+		var err error
+		if fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -712,13 +727,13 @@ func openCgroupNamespace(pid int) (*namespace, error) {
 // exec nsenter before the host looks). The host's own namespace and
 // init's are never taken for a session's: killing "every process of the
 // namespace" would then kill the machine.
-func sessionNamespace(leader int, c *Cgroup) *namespace {
-	ns, err := openCgroupNamespace(leader)
+func sessionNamespace(leader, pidfd int, c *Cgroup) *namespace {
+	ns, err := openCgroupNamespace(leader, pidfd)
 	if err != nil {
 		// The leader is gone already: a process still in the cgroup.
 		pids, _ := c.Procs() // Best effort: none means the leader's was all there was.
 		for _, pid := range pids {
-			if ns, err = openCgroupNamespace(pid); err == nil {
+			if ns, err = openCgroupNamespace(pid, -1); err == nil {
 				break
 			}
 		}

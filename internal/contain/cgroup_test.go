@@ -111,30 +111,71 @@ func TestCgroupFilesFailClosed(t *testing.T) {
 		require.NoError(t, lim.Attach(first))
 		require.NoError(t, first.Remove(0))
 		require.Equal(t, []string{dir}, root.Spares())
-		first.NoteSpareCounters() // after the end was reported
+		assert.Zero(t, openFDsUnder(t, dir), "a session's files are closed with it")
+		first.PrepareSpare() // after the end was reported
+		assert.Equal(t, 3, openFDsUnder(t, dir), "a prepared spare holds its directory, peak and OOM counter")
 		// Counters that moved later are not where the next session starts.
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "cpu.stat"), []byte("usage_usec 9000\n"), 0o600))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "memory.events"), []byte("oom_kill 3\n"), 0o600))
 		next, err := root.NewSession()
 		require.NoError(t, err)
-		defer next.CloseFD()
 		require.Equal(t, dir, next.Dir(), "the spare is reused")
+		require.NotNil(t, next.prep, "with what it prepared")
+		assert.GreaterOrEqual(t, next.FD(), 0, "the directory's descriptor, opened when the spare was prepared")
 		require.NoError(t, lim.Attach(next))
+		assert.Nil(t, next.prep, "Attach took it over")
 		assert.Equal(t, int64(5000), next.lim.baseCPUUsec, "read when the last session ended")
-		assert.Equal(t, int64(1), next.lim.baseOOM)
+		assert.Equal(t, int64(1), next.lim.mem.oomKill)
+		assert.NotNil(t, next.lim.mem.oom, "the OOM counter stays open for the session's end")
 		assert.True(t, next.OOMKilled(), "oom_kill moved from 1 to 3 since: the session's")
+		next.CloseFD()
 
-		// A spare taken before its counters were noted: the session reads them.
+		// A spare taken before it was prepared: the session reads and opens
+		// what it needs itself.
 		require.NoError(t, next.Remove(0))
 		again, err := root.NewSession()
 		require.NoError(t, err)
-		defer again.CloseFD()
+		assert.Nil(t, again.prep)
+		assert.GreaterOrEqual(t, again.FD(), 0)
 		require.NoError(t, lim.Attach(again))
 		assert.Equal(t, int64(9000), again.lim.baseCPUUsec, "read at the start")
-		assert.Equal(t, int64(3), again.lim.baseOOM)
-		next.NoteSpareCounters() // late: changes nothing for the session that took it
+		assert.Equal(t, int64(3), again.lim.mem.oomKill)
+		assert.False(t, again.OOMKilled())
+		held := openFDsUnder(t, dir)
+		next.PrepareSpare() // late: changes nothing for the session that took it, and holds nothing
 		assert.Equal(t, int64(9000), again.lim.baseCPUUsec)
+		assert.Equal(t, held, openFDsUnder(t, dir))
+		again.CloseFD()
+		require.NoError(t, again.Remove(0))
+
+		// A spare dropped by the registry's end closes what it prepared.
+		again.PrepareSpare()
+		require.Equal(t, []string{dir}, root.Spares())
+		lim.Remove()
+		root.mu.Lock()
+		spare := root.spare
+		root.mu.Unlock()
+		for _, sp := range spare {
+			sp.drop()
+		}
+		assert.Zero(t, openFDsUnder(t, dir), "no descriptor is left open")
 	})
+}
+
+// openFDsUnder counts this process's descriptors open on dir or a file in
+// it.
+func openFDsUnder(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	n := 0
+	for _, e := range ents {
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err == nil && (target == dir || strings.HasPrefix(target, dir+"/")) {
+			n++
+		}
+	}
+	return n
 }
 
 // BenchmarkCgroupNamespaceScan is the cost a session end pays to find
@@ -158,20 +199,77 @@ func BenchmarkCgroupNamespaceScan(b *testing.B) {
 // the host looked must not make the host kill "every process of its
 // namespace": the machine.
 func TestCgroupNamespaceIsNeverTheHosts(t *testing.T) {
-	self, err := openCgroupNamespace(os.Getpid())
+	self, err := openCgroupNamespace(os.Getpid(), -1)
 	require.NoError(t, err)
 	defer self.close()
 	assert.True(t, self.shared(nil), "the host's own namespace is shared")
+	selfFD, err := unix.PidfdOpen(os.Getpid(), 0)
+	require.NoError(t, err)
+	defer unix.Close(selfFD)
 	cg := &Cgroup{dir: t.TempDir(), fd: -1} // no cgroup.procs: no members
-	assert.Nil(t, sessionNamespace(os.Getpid(), cg), "a leader in the host's namespace gives the session none")
-	// As a Root found them at its start.
-	cg.root = &Root{namespace: true, shared: readSharedNamespaces()}
-	assert.Nil(t, sessionNamespace(os.Getpid(), cg), "the host's namespace, as the root knows it")
-	if _, err := openCgroupNamespace(1); err == nil {
-		assert.Nil(t, sessionNamespace(1, cg), "init's namespace is never a session's")
+	for _, pidfd := range []int{-1, selfFD} {
+		cg.root = nil
+		assert.Nil(t, sessionNamespace(os.Getpid(), pidfd, cg), "a leader in the host's namespace gives the session none")
+		// As a Root found them at its start.
+		cg.root = &Root{namespace: true, shared: readSharedNamespaces()}
+		assert.Nil(t, sessionNamespace(os.Getpid(), pidfd, cg), "the host's namespace, as the root knows it")
+		cg.root = &Root{namespace: true} // it could not tell: fail closed
+		assert.Nil(t, sessionNamespace(os.Getpid(), pidfd, cg))
 	}
-	cg.root = &Root{namespace: true} // it could not tell: fail closed
-	assert.Nil(t, sessionNamespace(os.Getpid(), cg))
+	cg.root = &Root{namespace: true, shared: readSharedNamespaces()}
+	if _, err := openCgroupNamespace(1, -1); err == nil {
+		assert.Nil(t, sessionNamespace(1, -1, cg), "init's namespace is never a session's")
+	}
+}
+
+// The namespace is taken through the leader's pidfd where the kernel can,
+// and it is the same one /proc shows; a leader that has exited (a zombie,
+// not reaped) has none, through either.
+func TestCgroupNamespaceThroughPidfd(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("/bin/sleep", "300")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: unix.CLONE_NEWCGROUP}
+	if err := cmd.Start(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no cgroup namespace for a child (needs CAP_SYS_ADMIN):", err)
+		}
+		t.Skip("no cgroup namespace for a child (needs CAP_SYS_ADMIN):", err)
+	}
+	pid := cmd.Process.Pid
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	require.NoError(t, err)
+	defer unix.Close(pidfd)
+	reaped := false
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if !reaped {
+			_ = cmd.Wait()
+		}
+	})
+
+	viaProc, err := openCgroupNamespace(pid, -1)
+	require.NoError(t, err)
+	defer viaProc.close()
+	viaPidfd, err := openCgroupNamespace(pid, pidfd)
+	require.NoError(t, err)
+	defer viaPidfd.close()
+	assert.Equal(t, viaProc.ino, viaPidfd.ino, "one namespace, whichever way it was taken")
+	assert.Equal(t, viaProc.link, viaPidfd.link)
+	assert.False(t, viaPidfd.shared(nil), "the child's own namespace, not the host's")
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(pidfd), pidfdGetCgroupNamespace, 0)
+	if errno != 0 {
+		t.Logf("this kernel has no PIDFD_GET_CGROUP_NAMESPACE (%v): both went through /proc", errno)
+	}
+
+	require.NoError(t, unix.Kill(pid, unix.SIGKILL))
+	var info unix.Siginfo
+	require.NoError(t, unix.Waitid(unix.P_PIDFD, pidfd, &info, unix.WEXITED|unix.WNOWAIT, nil))
+	_, err = openCgroupNamespace(pid, pidfd)
+	assert.Error(t, err, "a zombie has no namespace to hold")
+	_, err = openCgroupNamespace(pid, -1)
+	assert.Error(t, err)
+	_ = cmd.Wait()
+	reaped = true
 }
 
 // A namespace's kill never takes a process that lives in another bgexec
@@ -252,7 +350,7 @@ echo $p > "$1"`
 	cmd := exec.Command("/bin/sh", "-c", script, "sh", pidFile, root.Dir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.FD(), Unshareflags: unix.CLONE_NEWCGROUP}
 	require.NoError(t, cmd.Start())
-	cg.OpenNamespace(cmd.Process.Pid)
+	cg.OpenNamespace(cmd.Process.Pid, -1)
 	require.True(t, cg.Namespaced(), "the session's namespace is held")
 	err = cmd.Wait()
 	cg.CloseFD()

@@ -14,11 +14,15 @@
 // when there is one; the child is cloned straight into it (its
 // [Cgroup.FD] for clone3's CLONE_INTO_CGROUP) and, when
 // [Cgroup.UnshareNamespace] says so, into a cgroup namespace of its own,
-// which [Cgroup.OpenNamespace] then holds. [Cgroup.KillLeft] and
-// [Cgroup.KillNamespace] end what is left; [Cgroup.Remove] waits to see
-// the cgroup empty and keeps it for reuse, or, when it cannot, never
-// reuses it and lets [Root.RetryDirty] (the registry's sweeper) kill it
-// again. [Root.Remove] goes last.
+// which [Cgroup.OpenNamespace] then holds (through the leader's pidfd
+// where the kernel can). [Cgroup.KillLeft] and [Cgroup.KillNamespace] end
+// what is left; [Cgroup.Remove] waits to see the cgroup empty and keeps it
+// for reuse, or, when it cannot, never reuses it and lets
+// [Root.RetryDirty] (the registry's sweeper) kill it again. A cgroup kept
+// for reuse is prepared for its next session once the last one's end was
+// reported ([Cgroup.PrepareSpare]): its counters read, its descriptors
+// opened and its peak reset, so the next session's start does none of it.
+// [Root.Remove] goes last.
 //
 // # Limits
 //

@@ -40,15 +40,6 @@ type Limiter struct {
 	closed bool
 }
 
-// v1Spare is an emptied set of v1 session directories kept for reuse,
-// with the memory directory's oom_kill as it stood when its last session
-// ended (see spareCgroup): -1 until read, and the next session then reads
-// it itself.
-type v1Spare struct {
-	dirs    []string
-	oomKill atomic.Int64
-}
-
 // takeSpare returns an emptied set of v1 session directories, or nil.
 // A mkdir in a v1 memory hierarchy costs about as much as the fork.
 func (l *Limiter) takeSpare() *v1Spare {
@@ -74,7 +65,6 @@ func (l *Limiter) keepSpare(set []string) *v1Spare {
 		return nil
 	}
 	sp := &v1Spare{dirs: set}
-	sp.oomKill.Store(-1)
 	l.spare = append(l.spare, sp)
 	return sp
 }
@@ -93,18 +83,21 @@ type sessionLimits struct {
 	v1       []string    // the session's directory in each of root.v1, in order; fixed after attach
 	released atomic.Bool // release ran: the directories are gone (or reused)
 	tasks    []int       // O_WRONLY descriptors of their tasks files, closed after the spawn
-	// Counters of a reused v2 cgroup at the session's start.
-	baseCPUUsec, baseOOM int64
-	// oom_kill of a reused v1 memory directory at the session's start.
-	baseOOMv1 int64
-	// kept is the spare release made of v1, whose counter
-	// noteSpareCounters reads; nil when none was kept.
+	// baseCPUUsec is a reused v2 cgroup's cpu.stat usage_usec at the
+	// session's start (0 for a new one).
+	baseCPUUsec int64
+	// kept is the spare release made of v1, which prepareSpare prepares;
+	// nil when none was kept.
 	kept *v1Spare
-	// peak reads the session's peak memory: memory.peak (v2) through a
-	// descriptor whose view was reset at the start (Linux 6.12 resets the
-	// peak per descriptor), or memory.max_usage_in_bytes (v1), reset by a
-	// write of 0. Nil when neither could be reset for this session.
-	peak *os.File
+	// mem are the session's memory counters, in the v2 cgroup or the v1
+	// memory directory, whichever has the memory controller: the peak,
+	// memory.peak (v2) through a descriptor whose view was reset at the
+	// start (Linux 6.12 resets the peak per descriptor), or
+	// memory.max_usage_in_bytes (v1), reset by a write of 0, nil when
+	// neither could be reset for this session; the OOM killer's count
+	// (memory.events or memory.oom_control), open when a spare prepared
+	// it, with where it stood at the start (0 for a new cgroup).
+	mem memoryFiles
 }
 
 // The cgroup files of each controller.
@@ -414,38 +407,44 @@ func (l *Limiter) Attach(c *Cgroup) error {
 	if l == nil || (len(l.v2) == 0 && len(l.v1) == 0) {
 		return nil
 	}
-	sl := &sessionLimits{root: l}
-	if c.from != nil {
+	sl := &sessionLimits{root: l, mem: memoryFiles{oomKill: 0}}
+	if c.reused {
 		// A spare has its limits already, and counters of earlier
 		// sessions, read when the last one ended if they could be.
-		sl.baseCPUUsec = c.from.cpuUsec.Load()
+		p := c.prep
+		c.prep = nil
+		if p == nil {
+			p = &cgroupPrep{cpuUsec: -1, dirFD: -1, mem: noMemoryFiles()}
+		}
+		sl.baseCPUUsec = p.cpuUsec
 		if sl.baseCPUUsec < 0 {
 			sl.baseCPUUsec = ReadKey(filepath.Join(c.dir, "cpu.stat"), "usage_usec")
 		}
 		if l.v2["memory"] {
-			sl.baseOOM = c.from.oomKill.Load()
-			if sl.baseOOM < 0 {
-				sl.baseOOM = ReadKey(filepath.Join(c.dir, "memory.events"), "oom_kill")
-			}
+			sl.mem, p.mem = p.mem, noMemoryFiles()
 		}
+		p.close()
 	} else if err := l.writeV2(c.dir); err != nil {
 		return err
 	}
 	fail := func(err error) error {
 		sl.released.Store(true)
 		sl.closeTasks()
-		if sl.peak != nil {
-			_ = sl.peak.Close() // read only
-		}
+		sl.mem.close()
 		l.keepDirty(sl.v1...)
 		return err
 	}
 	if set := l.takeSpare(); set != nil {
 		sl.v1 = set.dirs
-		if dir := sl.v1Dir("memory"); dir != "" {
-			if sl.baseOOMv1 = set.oomKill.Load(); sl.baseOOMv1 < 0 {
-				sl.baseOOMv1 = ReadKey(filepath.Join(dir, "memory.oom_control"), "oom_kill")
+		if p := set.take(); p != nil {
+			sl.tasks = p.tasks
+			if sl.v1Dir("memory") != "" {
+				sl.mem, p.mem = p.mem, noMemoryFiles()
 			}
+			p.tasks = nil
+			p.close()
+		} else if dir := sl.v1Dir("memory"); dir != "" {
+			sl.mem.oomKill = -1
 		}
 	} else {
 		var b [6]byte
@@ -462,14 +461,21 @@ func (l *Limiter) Attach(c *Cgroup) error {
 			}
 		}
 	}
-	sl.openPeak(c)
-	for _, dir := range sl.v1 {
-		path := filepath.Join(dir, "tasks")
-		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fail(&os.PathError{Op: "open", Path: path, Err: err})
+	if sl.mem.oomKill < 0 {
+		sl.mem.oomKill = ReadKey(sl.oomPath(c), "oom_kill")
+	}
+	if sl.mem.peak == nil {
+		sl.openPeak(c)
+	}
+	if sl.tasks == nil {
+		for _, dir := range sl.v1 {
+			path := filepath.Join(dir, "tasks")
+			fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fail(&os.PathError{Op: "open", Path: path, Err: err})
+			}
+			sl.tasks = append(sl.tasks, fd)
 		}
-		sl.tasks = append(sl.tasks, fd)
 	}
 	c.lim = sl
 	return nil
@@ -535,9 +541,7 @@ func (sl *sessionLimits) release(empty bool) {
 		return
 	}
 	sl.closeTasks()
-	if sl.peak != nil {
-		_ = sl.peak.Close() // read only
-	}
+	sl.mem.close()
 	if empty {
 		if sl.kept = sl.root.keepSpare(sl.v1); sl.kept != nil {
 			return
@@ -551,15 +555,13 @@ func (sl *sessionLimits) release(empty bool) {
 	}
 }
 
-// noteSpareCounters reads the oom_kill of the v1 spare release made, if
-// any (see Cgroup.NoteSpareCounters). Nil-safe.
-func (sl *sessionLimits) noteSpareCounters() {
+// prepareSpare prepares the v1 spare release made, if any (see
+// Cgroup.PrepareSpare). Nil-safe.
+func (sl *sessionLimits) prepareSpare() {
 	if sl == nil || sl.kept == nil {
 		return
 	}
-	if dir := sl.v1Dir("memory"); dir != "" { // the kept set is sl.v1
-		sl.kept.oomKill.Store(ReadKey(filepath.Join(dir, "memory.oom_control"), "oom_kill"))
-	}
+	sl.kept.prepare(sl.v1Dir("memory")) // the kept set is sl.v1
 	sl.kept = nil
 }
 
@@ -606,6 +608,7 @@ func (l *Limiter) Remove() {
 	l.mu.Lock()
 	l.closed = true
 	for _, set := range l.spare {
+		set.drop()
 		l.dirty = append(l.dirty, set.dirs...)
 	}
 	l.spare = nil
@@ -674,39 +677,41 @@ func (c *Cgroup) OOMKilled() bool {
 	if c == nil || c.lim == nil {
 		return false
 	}
-	l := c.lim.root
-	if l.v2["memory"] {
-		return ReadKey(filepath.Join(c.dir, "memory.events"), "oom_kill")-c.lim.baseOOM > 0
+	sl := c.lim
+	path := sl.oomPath(c)
+	if path == "" {
+		return false
 	}
-	if dir := c.lim.v1Dir("memory"); dir != "" {
-		return ReadKey(filepath.Join(dir, "memory.oom_control"), "oom_kill")-c.lim.baseOOMv1 > 0
+	if sl.released.Load() {
+		return ReadKey(path, "oom_kill")-sl.mem.oomKill > 0
 	}
-	return false
+	return sl.mem.oomKills(path)-sl.mem.oomKill > 0
+}
+
+// oomPath is the file that counts the OOM killer's kills in the session's
+// cgroups: memory.events in the v2 cgroup, or memory.oom_control in the
+// v1 memory directory; "" when no memory controller reaches the session.
+func (sl *sessionLimits) oomPath(c *Cgroup) string {
+	if sl.root.v2["memory"] {
+		return filepath.Join(c.dir, "memory.events")
+	}
+	if dir := sl.v1Dir("memory"); dir != "" {
+		return filepath.Join(dir, "memory.oom_control")
+	}
+	return ""
 }
 
 // openPeak opens the session's peak memory counter and resets it, so that
 // it counts this session only (a reused cgroup carries its earlier
-// sessions' peak). It leaves sl.peak nil when no memory controller reaches
-// the session or the counter cannot be reset.
+// sessions' peak). It leaves sl.mem.peak nil when no memory controller
+// reaches the session or the counter cannot be reset.
 func (sl *sessionLimits) openPeak(c *Cgroup) {
-	var path, reset string
 	switch {
 	case sl.root.v2["memory"]:
-		path, reset = filepath.Join(c.dir, "memory.peak"), "reset\n"
+		sl.mem.peak = openPeak(filepath.Join(c.dir, "memory.peak"), "reset\n")
 	case sl.v1Dir("memory") != "":
-		path, reset = filepath.Join(sl.v1Dir("memory"), "memory.max_usage_in_bytes"), "0\n"
-	default:
-		return
+		sl.mem.peak = openPeak(filepath.Join(sl.v1Dir("memory"), "memory.max_usage_in_bytes"), "0\n")
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return
-	}
-	if _, err := f.WriteString(reset); err != nil {
-		_ = f.Close() // Best effort: opened for this look only.
-		return
-	}
-	sl.peak = f
 }
 
 // PeakMemory is the most memory the session's cgroup was charged since
@@ -714,11 +719,11 @@ func (sl *sessionLimits) openPeak(c *Cgroup) {
 // controller reaches the session, its counter could not be reset, or it
 // was released). Read it before Remove. Nil-safe.
 func (c *Cgroup) PeakMemory() (bytes int64, ok bool) {
-	if c == nil || c.lim == nil || c.lim.peak == nil || c.lim.released.Load() {
+	if c == nil || c.lim == nil || c.lim.mem.peak == nil || c.lim.released.Load() {
 		return 0, false
 	}
 	var b [32]byte
-	n, err := c.lim.peak.ReadAt(b[:], 0)
+	n, err := c.lim.mem.peak.ReadAt(b[:], 0)
 	if n == 0 && err != nil {
 		return 0, false
 	}
@@ -746,15 +751,7 @@ func ReadKey(path, key string) int64 {
 	if err != nil {
 		return -1
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, key+" "); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err == nil {
-				return n
-			}
-		}
-	}
-	return -1
+	return parseKey(b, key)
 }
 
 // ReadInt reads a cgroup file holding one number; -1 when it cannot.

@@ -100,23 +100,23 @@ func (c *osChild) KillAtEnd() error {
 	return c.signalGroup(unix.SIGKILL, false)
 }
 
-// SweepAfterEnd SIGKILLs what is left of the session's cgroup namespace,
-// if KillAtEnd left it, and then lets go of the namespace. The host runs
-// no other session in that namespace, so this is not hurried. It also
-// reads the counters of the spare that the session's cgroup became, for
-// the next session to start from (contain.Cgroup.NoteSpareCounters).
+// SweepAfterEnd first prepares the spare that the session's cgroup
+// became for the next session to start in (contain.Cgroup.PrepareSpare),
+// and then SIGKILLs what is left of the session's cgroup namespace, if
+// KillAtEnd left it, and lets go of the namespace. The host runs no other
+// session in that namespace, so this is not hurried.
 func (c *osChild) SweepAfterEnd() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.cg != nil {
+		c.cg.PrepareSpare()
+	}
 	var err error
 	if c.sweep {
 		c.sweep = false
 		err = c.cg.KillNamespace()
 		c.watchdog.ForgetNamespace(c.cg) // while it is held open: the number is not reused
 		c.cg.ReleaseNamespace()
-	}
-	if c.cg != nil {
-		c.cg.NoteSpareCounters()
 	}
 	return err
 }

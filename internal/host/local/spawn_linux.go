@@ -69,14 +69,16 @@ func startChild(spec *spawnSpec) (sp *spawned, err error) {
 		return nil, err
 	}
 	c := &osChild{peak: -1, leader: cmd.Process.Pid, cmd: cmd, cg: spec.cgroup, wrapped: spec.wrap != nil}
-	if cmd.SysProcAttr.Unshareflags&unix.CLONE_NEWCGROUP != 0 {
-		spec.cgroup.OpenNamespace(c.leader)
-	}
+	pidfd := -1
 	if fd, err := unix.PidfdOpen(c.leader, unix.PIDFD_NONBLOCK); err == nil {
+		pidfd = fd
 		c.pidfd = os.NewFile(uintptr(fd), "pidfd")
 		// os.Process keeps a pidfd of its own until Wait. Ours is enough
 		// (reap uses wait4), so an idle session holds one, not two.
 		_ = cmd.Process.Release()
+	}
+	if cmd.SysProcAttr.Unshareflags&unix.CLONE_NEWCGROUP != 0 {
+		spec.cgroup.OpenNamespace(c.leader, pidfd)
 	}
 	sp.child = c
 	return sp, nil
