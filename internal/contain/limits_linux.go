@@ -407,7 +407,7 @@ func (l *Limiter) Attach(c *Cgroup) error {
 	if l == nil || (len(l.v2) == 0 && len(l.v1) == 0) {
 		return nil
 	}
-	sl := &sessionLimits{root: l, mem: memoryFiles{oomKill: 0}}
+	sl := &sessionLimits{root: l} // a new memory cgroup has no OOM kills yet: oomKill 0
 	if c.reused {
 		// A spare has its limits already, and counters of earlier
 		// sessions, read when the last one ended if they could be.
@@ -443,8 +443,8 @@ func (l *Limiter) Attach(c *Cgroup) error {
 			}
 			p.tasks = nil
 			p.close()
-		} else if dir := sl.v1Dir("memory"); dir != "" {
-			sl.mem.oomKill = -1
+		} else if sl.v1Dir("memory") != "" {
+			sl.mem.oomKill = -1 // a reused directory: read where it stands
 		}
 	} else {
 		var b [6]byte

@@ -97,13 +97,15 @@ func openPeak(path, reset string) *os.File {
 	return f
 }
 
+// close closes the files. It leaves the fields set, so a reader that
+// raced with it gets os.ErrClosed from the file rather than a data race
+// on the field; closing twice is harmless.
 func (m *memoryFiles) close() {
 	for _, f := range []*os.File{m.peak, m.oom} {
 		if f != nil {
 			_ = f.Close() // read only
 		}
 	}
-	m.peak, m.oom = nil, nil
 }
 
 // oomKills reads the OOM killer's count through the open file, or at
