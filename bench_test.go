@@ -312,8 +312,11 @@ func (s *benchSide) ops(batch int) uint64 { return uint64(len(s.d) * batch) }
 // operation, CPU time and allocations. The counters are read outside the
 // timed window.
 func (s *benchSide) time(f func(), batch int) {
+	// The live children's CPU is read outside every window, the
+	// allocations' too: with thousands of children (BusyHost, Held) its
+	// reads of /proc allocate far more than a poll.
+	live0 := liveChildrenCPU()
 	o0, b0 := allocCounters()
-	live0 := liveChildrenCPU() // read before the window opens, so its cost is not in it
 	own0, c0 := cpuTimes()
 	t0 := time.Now()
 	g0 := runtime.NumGoroutine()
@@ -327,10 +330,10 @@ func (s *benchSide) time(f func(), batch int) {
 	}
 	awaitReaped()
 	own1, c1 := cpuTimes()
+	o1, b1 := allocCounters()
 	live1 := liveChildrenCPU()
 	s.cpu += c1 - c0 + max(live1-live0, 0)
 	s.own += own1 - own0
-	o1, b1 := allocCounters()
 	s.objs += o1 - o0
 	s.bytes += b1 - b0
 	s.d = append(s.d, el/time.Duration(batch))
