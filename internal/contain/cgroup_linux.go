@@ -337,8 +337,9 @@ type Cgroup struct {
 func (r *Root) NewSession() (*Cgroup, error) {
 	c := &Cgroup{root: r, fd: -1}
 	if from := r.takeSpare(); from != nil {
-		c.dir, c.reused, c.prep = from.dir, true, from.take()
-		if c.prep != nil {
+		c.dir, c.reused = from.dir, true
+		if p, ok := from.prep.take(); ok {
+			c.prep = p
 			c.fd, c.prep.dirFD = c.prep.dirFD, -1
 		}
 	} else {
@@ -644,7 +645,7 @@ func (r *Root) Remove() error {
 	r.spare = nil
 	r.mu.Unlock()
 	for _, sp := range spare {
-		sp.drop()
+		sp.prep.drop()
 		_ = unix.Rmdir(sp.dir) // Best effort: the root's rmdir below reports it.
 	}
 	if n := r.RetryDirty(time.Second); n > 0 {

@@ -156,7 +156,7 @@ func TestCgroupFilesFailClosed(t *testing.T) {
 		spare := root.spare
 		root.mu.Unlock()
 		for _, sp := range spare {
-			sp.drop()
+			sp.prep.drop()
 		}
 		assert.Zero(t, openFDsUnder(t, dir), "no descriptor is left open")
 	})

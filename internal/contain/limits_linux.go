@@ -436,7 +436,7 @@ func (l *Limiter) Attach(c *Cgroup) error {
 	}
 	if set := l.takeSpare(); set != nil {
 		sl.v1 = set.dirs
-		if p := set.take(); p != nil {
+		if p, ok := set.prep.take(); ok {
 			sl.tasks = p.tasks
 			if sl.v1Dir("memory") != "" {
 				sl.mem, p.mem = p.mem, noMemoryFiles()
@@ -608,7 +608,7 @@ func (l *Limiter) Remove() {
 	l.mu.Lock()
 	l.closed = true
 	for _, set := range l.spare {
-		set.drop()
+		set.prep.drop()
 		l.dirty = append(l.dirty, set.dirs...)
 	}
 	l.spare = nil

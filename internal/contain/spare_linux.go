@@ -29,11 +29,49 @@ import (
 
 // spareCgroup is an emptied session cgroup kept for reuse.
 type spareCgroup struct {
-	dir string
+	dir  string
+	prep prepared[*cgroupPrep]
+}
 
+// prepared holds what a spare prepared for its next session until that
+// session takes it; once the spare is taken (or dropped with the
+// registry) whatever is offered is closed.
+type prepared[P interface{ close() }] struct {
 	mu    sync.Mutex
-	taken bool        // a session took it, or the registry dropped it
-	prep  *cgroupPrep // nil until prepared
+	taken bool
+	p     P
+	ok    bool // p was offered and not taken yet
+}
+
+// offer keeps p for the session that takes the spare, or closes it when
+// that session came first.
+func (h *prepared[P]) offer(p P) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.taken {
+		p.close()
+		return
+	}
+	h.p, h.ok = p, true
+}
+
+// take hands over what was offered (ok false when nothing was); anything
+// offered later is closed.
+func (h *prepared[P]) take() (p P, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.taken = true
+	p, ok = h.p, h.ok
+	var zero P
+	h.p, h.ok = zero, false
+	return p, ok
+}
+
+// drop closes what was offered, for a spare nobody will take.
+func (h *prepared[P]) drop() {
+	if p, ok := h.take(); ok {
+		p.close()
+	}
 }
 
 // cgroupPrep is what a v2 spare prepares for its next session.
@@ -46,10 +84,7 @@ type cgroupPrep struct {
 // v1Spare is an emptied set of v1 session directories kept for reuse.
 type v1Spare struct {
 	dirs []string
-
-	mu    sync.Mutex
-	taken bool
-	prep  *v1Prep // nil until prepared
+	prep prepared[*v1Prep]
 }
 
 // v1Prep is what a v1 spare prepares for its next session.
@@ -130,31 +165,7 @@ func (sp *spareCgroup) prepare(v2Memory bool) {
 	if v2Memory {
 		p.mem = openMemoryFiles(filepath.Join(sp.dir, "memory.peak"), "reset\n", filepath.Join(sp.dir, "memory.events"))
 	}
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	if sp.taken {
-		p.close()
-		return
-	}
-	sp.prep = p
-}
-
-// take hands what was prepared to the session that took sp (nil when
-// nothing was); later preparations are closed.
-func (sp *spareCgroup) take() *cgroupPrep {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	sp.taken = true
-	p := sp.prep
-	sp.prep = nil
-	return p
-}
-
-// drop closes what was prepared for a spare nobody will take.
-func (sp *spareCgroup) drop() {
-	if p := sp.take(); p != nil {
-		p.close()
-	}
+	sp.prep.offer(p)
 }
 
 func (p *cgroupPrep) close() {
@@ -182,28 +193,7 @@ func (set *v1Spare) prepare(memDir string) {
 	if memDir != "" {
 		p.mem = openMemoryFiles(filepath.Join(memDir, "memory.max_usage_in_bytes"), "0\n", filepath.Join(memDir, "memory.oom_control"))
 	}
-	set.mu.Lock()
-	defer set.mu.Unlock()
-	if set.taken {
-		p.close()
-		return
-	}
-	set.prep = p
-}
-
-func (set *v1Spare) take() *v1Prep {
-	set.mu.Lock()
-	defer set.mu.Unlock()
-	set.taken = true
-	p := set.prep
-	set.prep = nil
-	return p
-}
-
-func (set *v1Spare) drop() {
-	if p := set.take(); p != nil {
-		p.close()
-	}
+	set.prep.offer(p)
 }
 
 func (p *v1Prep) close() {
