@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -182,7 +183,7 @@ func TestAllowlistAttacks(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "M")
 	mark := filepath.Join(dir, "mark")
-	require.NoError(t, os.WriteFile(mark, []byte("#!/bin/sh\ntouch '"+marker+"'\n"), 0o755))
+	proctest.WriteExecutable(t, mark, []byte("#!/bin/sh\ntouch '"+marker+"'\n"), 0o755)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("a\nb\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty.js"), nil, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "mark.js"), []byte(`require("child_process").execSync("touch `+marker+`")`+"\n"), 0o644))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bgexec/bgexec/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -80,7 +81,7 @@ func TestNodeShellState(t *testing.T) {
 			t.Run("a PATH change carries", func(t *testing.T) {
 				bin := filepath.Join(dir, "venv", "bin")
 				require.NoError(t, os.MkdirAll(bin, 0o755))
-				require.NoError(t, os.WriteFile(filepath.Join(bin, "venvtool"), []byte("#!/bin/sh\necho from the venv\n"), 0o755))
+				proctest.WriteExecutable(t, filepath.Join(bin, "venvtool"), []byte("#!/bin/sh\necho from the venv\n"), 0o755)
 				run(t, &ExecRequest{Command: `export PATH="` + bin + `:$PATH"`})
 				assert.Equal(t, "from the venv", run(t, &ExecRequest{Command: "venvtool"}))
 			})
@@ -159,7 +160,7 @@ func TestNodeShellStateAllowlistCarriedPath(t *testing.T) {
 	require.NoError(t, err)
 	bin := filepath.Join(dir, "bin")
 	require.NoError(t, os.Mkdir(bin, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "ls"), []byte("#!/bin/sh\necho impostor\n"), 0o755))
+	proctest.WriteExecutable(t, filepath.Join(bin, "ls"), []byte("#!/bin/sh\necho impostor\n"), 0o755)
 	appr := &recordingApprover{}
 	reg := nodeRegistry(t, d, Config{KeepShellState: true, Security: "allowlist", Ask: "on-miss", Allowlist: []string{"ls"}, Approver: appr}, func(n *Node) { n.Workdir = dir })
 	sc := reg.Scope("a")

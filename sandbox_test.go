@@ -23,6 +23,7 @@ import (
 
 	"github.com/bgexec/bgexec/internal/contain"
 	"github.com/bgexec/bgexec/internal/host/sandbox"
+	"github.com/bgexec/bgexec/internal/proctest"
 	"github.com/bgexec/bgexec/internal/testhelper"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -594,7 +595,7 @@ func TestSandboxHostAndElevated(t *testing.T) {
 
 	// A fake bwrap that cannot create namespaces: the error names the check.
 	fake := filepath.Join(t.TempDir(), "bwrap")
-	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\ncase \" $* \" in *' --unshare-user '*) echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1;; esac\nexec bwrap \"$@\"\n"), 0o755))
+	proctest.WriteExecutable(t, fake, []byte("#!/bin/sh\ncase \" $* \" in *' --unshare-user '*) echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1;; esac\nexec bwrap \"$@\"\n"), 0o755)
 	_, err = NewRegistry(Config{Sandbox: &Sandbox{Bwrap: fake}})
 	assert.ErrorContains(t, err, "cannot create a user namespace here")
 	assert.ErrorContains(t, err, "setting up uid map")
@@ -640,7 +641,7 @@ func TestSandboxNeverFallsBackToTheGateway(t *testing.T) {
 	b, err := os.ReadFile(real)
 	require.NoError(t, err)
 	copied := filepath.Join(t.TempDir(), "bwrap")
-	require.NoError(t, os.WriteFile(copied, b, 0o755))
+	proctest.WriteExecutable(t, copied, b, 0o755)
 	reg = newSandboxRegistry(t, Config{}, Sandbox{Bwrap: copied})
 	disablePool(reg) // a sandbox started ahead would still serve: this is about a cold start
 	require.NoError(t, os.Remove(copied))

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/bgexec/bgexec/internal/host/sandbox"
+	"github.com/bgexec/bgexec/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -276,7 +277,7 @@ func TestSandboxNeedsBindFD(t *testing.T) {
 	requireBwrap(t)
 	// A bwrap without --bind-fd (before 0.10.0, unpatched).
 	fake := filepath.Join(t.TempDir(), "bwrap")
-	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\nif [ \"$1\" = --help ]; then bwrap --help | grep -v -- -bind-fd; exit 0; fi\nexec bwrap \"$@\"\n"), 0o755))
+	proctest.WriteExecutable(t, fake, []byte("#!/bin/sh\nif [ \"$1\" = --help ]; then bwrap --help | grep -v -- -bind-fd; exit 0; fi\nexec bwrap \"$@\"\n"), 0o755)
 	_, err := NewRegistry(Config{Sandbox: &Sandbox{Bwrap: fake}})
 	assert.ErrorContains(t, err, "has no --bind-fd and --ro-bind-fd")
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bgexec/bgexec/internal/proctest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -173,7 +174,7 @@ func TestShellStateAllowlistFollowsTheCarriedPath(t *testing.T) {
 	require.NoError(t, err)
 	bin := filepath.Join(dir, "bin")
 	require.NoError(t, os.Mkdir(bin, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "ls"), []byte("#!/bin/sh\necho impostor\n"), 0o755))
+	proctest.WriteExecutable(t, filepath.Join(bin, "ls"), []byte("#!/bin/sh\necho impostor\n"), 0o755)
 	appr := &recordingApprover{}
 	sc := newTestRegistry(t, Config{KeepShellState: true, Workdir: dir, Security: "allowlist", Ask: "on-miss", Allowlist: []string{"ls"}, Approver: appr}).Scope("a")
 

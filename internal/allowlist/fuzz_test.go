@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgexec/bgexec/internal/proctest"
 	"go.uber.org/goleak"
 )
 
@@ -104,9 +105,7 @@ func FuzzAllowlist(f *testing.F) {
 	logFile := filepath.Join(stubs, "ran.log")
 	for _, n := range stubNames {
 		script := "#!/bin/sh\necho " + n + " >> " + logFile + "\n"
-		if err := os.WriteFile(filepath.Join(stubs, n), []byte(script), 0o755); err != nil {
-			f.Fatal(err)
-		}
+		proctest.WriteExecutable(f, filepath.Join(stubs, n), []byte(script), 0o755)
 	}
 	for _, n := range wrappers {
 		p, err := exec.LookPath(n)
@@ -149,9 +148,7 @@ func FuzzAllowlist(f *testing.F) {
 			continue
 		}
 		script := "#!/bin/sh\necho " + n + " >> " + devLog + "\n"
-		if err := os.WriteFile(filepath.Join(dev, n), []byte(script), 0o755); err != nil {
-			f.Fatal(err)
-		}
+		proctest.WriteExecutable(f, filepath.Join(dev, n), []byte(script), 0o755)
 	}
 	devLookPath := lookIn(dev)
 	for _, seed := range bypassSeeds {

@@ -73,9 +73,9 @@ func TestWatchdogFreezesBeforeItScans(t *testing.T) {
 	require.NoError(t, os.WriteFile(freeze, nil, 0o600))
 	require.NoError(t, os.WriteFile(kill, nil, 0o600))
 	ls := "#!/bin/sh\n{ printf 'scan freeze=%s kill=%s\\n' \"$(cat " + freeze + ")\" \"$(cat " + kill + ")\"; } >> " + seen + " 2>&1\nexec /bin/ls \"$@\"\n"
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "ls"), []byte(ls), 0o700))
+	proctest.WriteExecutable(t, filepath.Join(bin, "ls"), []byte(ls), 0o700)
 	rmdir := "#!/bin/sh\n[ \"$1\" = " + cg + " ] && { printf 'end kill=%s\\n' \"$(cat " + kill + ")\"; } >> " + seen + " 2>&1\nrm -rf -- \"$1\"\n"
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "rmdir"), []byte(rmdir), 0o700))
+	proctest.WriteExecutable(t, filepath.Join(bin, "rmdir"), []byte(rmdir), 0o700)
 
 	host, end := runWatchdog(t, cg, nil, func(cmd *exec.Cmd) {
 		cmd.Env = []string{"PATH=" + bin + ":/usr/sbin:/usr/bin:/sbin:/bin"}

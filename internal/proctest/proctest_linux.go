@@ -2,8 +2,9 @@
 
 // Package proctest has helpers for tests that start and watch real
 // processes: a sleeper in a group of its own, a check that a process was
-// not signalled, a uid nobody runs as, and waits on a process's end that
-// work for any process (pidfds), each with a deadline.
+// not signalled, a uid nobody runs as, waits on a process's end that
+// work for any process (pidfds), each with a deadline, and a writer of
+// scripts that parallel tests can run at once (WriteExecutable).
 package proctest
 
 import (
