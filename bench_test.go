@@ -237,20 +237,55 @@ func cpuTimes() (self, all time.Duration) {
 // are reaped, so a registry's watchdog processes, which live as long as
 // the registry and read a line for each spawn and each reaping, would be
 // left out of the host's CPU time without it.
-func liveChildrenCPU() time.Duration {
+//
+// It reads through sc's buffers, which it keeps: with thousands of
+// children (BusyHost, Held) reading each file into a new buffer allocated
+// megabytes per call, and the garbage collections that followed emptied
+// the sync.Pool bgexec reads output through, which charged bgexec's side
+// a fresh 128 KiB read buffer for most execs.
+func liveChildrenCPU(sc *childScratch) time.Duration {
 	var total time.Duration
 	tasks, _ := os.ReadDir("/proc/self/task") // Best effort: none counts 0.
 	for _, t := range tasks {
-		b, _ := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
-		for _, pid := range strings.Fields(string(b)) {
-			st, _ := os.ReadFile("/proc/" + pid + "/schedstat")
-			if f := strings.Fields(string(st)); len(f) > 0 {
-				ns, _ := strconv.ParseInt(f[0], 10, 64)
+		sc.list = readInto(sc.list, "/proc/self/task/"+t.Name()+"/children")
+		for rest := sc.list; len(rest) > 0; {
+			var pid []byte
+			pid, rest, _ = bytes.Cut(bytes.TrimLeft(rest, " \n"), []byte{' '})
+			if pid = bytes.TrimSpace(pid); len(pid) == 0 {
+				continue
+			}
+			sc.stat = readInto(sc.stat, "/proc/"+string(pid)+"/schedstat")
+			first, _, _ := bytes.Cut(sc.stat, []byte{' '})
+			if ns, err := strconv.ParseInt(string(first), 10, 64); err == nil {
 				total += time.Duration(ns)
 			}
 		}
 	}
 	return total
+}
+
+// childScratch are liveChildrenCPU's buffers, kept between calls.
+type childScratch struct{ list, stat []byte }
+
+// readInto reads the file at path into buf, grown as needed; empty when
+// it cannot.
+func readInto(buf []byte, path string) []byte {
+	buf = buf[:0]
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return buf
+	}
+	defer unix.Close(fd)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(512, cap(buf)))
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if n <= 0 || err != nil {
+			return buf
+		}
+		buf = buf[:len(buf)+n]
+	}
 }
 
 // awaitReaped waits, outside the timed window and for at most 10 seconds,
@@ -297,7 +332,8 @@ type benchSide struct {
 	bytes uint64          // heap bytes allocated
 	// self: the side timed itself (an external peer), so cpu, objs and
 	// bytes are not this process's.
-	self bool
+	self    bool
+	scratch childScratch // liveChildrenCPU's buffers
 	// settle: the counters are read, and the next operation starts, only
 	// after settleGap and once every goroutine the operation started has
 	// ended (a session's clean-up after its end was reported counts as its
@@ -315,7 +351,7 @@ func (s *benchSide) time(f func(), batch int) {
 	// The live children's CPU is read outside every window, the
 	// allocations' too: with thousands of children (BusyHost, Held) its
 	// reads of /proc allocate far more than a poll.
-	live0 := liveChildrenCPU()
+	live0 := liveChildrenCPU(&s.scratch)
 	o0, b0 := allocCounters()
 	own0, c0 := cpuTimes()
 	t0 := time.Now()
@@ -331,7 +367,7 @@ func (s *benchSide) time(f func(), batch int) {
 	awaitReaped()
 	own1, c1 := cpuTimes()
 	o1, b1 := allocCounters()
-	live1 := liveChildrenCPU()
+	live1 := liveChildrenCPU(&s.scratch)
 	s.cpu += c1 - c0 + max(live1-live0, 0)
 	s.own += own1 - own0
 	s.objs += o1 - o0
