@@ -319,7 +319,9 @@
 // Quotas are checked before anything is spawned: Config.MaxSessions (1024)
 // and Config.MaxSessionsPerScope (64) count running sessions, foreground
 // runs included, and a session is refused when it would leave the host
-// fewer than a twentieth of RLIMIT_NOFILE (at least 64) free descriptors.
+// fewer than a twentieth of RLIMIT_NOFILE (at least 64) free descriptors
+// once the hosts gave up what they hold for sessions not started yet
+// (pooled sandboxes, the descriptors of spare cgroups).
 // Config.MaxTimeoutSec caps every exec timeout, "none" included, with a
 // warning line when the call asked for more.
 //

@@ -59,6 +59,18 @@ func (hs *hostSet) closeSandboxPool() {
 	}
 }
 
+// shedDescriptors gives up what the hosts hold ahead of time for
+// sessions not started yet (the sandboxes waiting in the pool, the
+// descriptors of the spare cgroups), for an exec refused for want of
+// descriptors, and returns how many things it gave up.
+func (hs *hostSet) shedDescriptors() int {
+	n := hs.machine.ShedSpares()
+	if hs.sbx != nil {
+		n += hs.sbx.ShedPool()
+	}
+	return n
+}
+
 // sweep retries what this machine's host could not release (a session
 // cgroup not seen empty), and returns how soon it wants to be called
 // again, 0 for not before something else wakes the sweeper.

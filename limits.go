@@ -390,17 +390,17 @@ func (r *Registry) Containment() ContainmentReport {
 
 // takeSlot reserves a running-session slot for scope before a spawn, or
 // returns the refusal text: a quota is full, or the host process is
-// short of file descriptors even after the sandbox pool, if any, gave up
-// the sandboxes waiting in it. The slot is given back when the session
-// ends, or by the caller when the spawn fails.
+// short of file descriptors even after the hosts gave up what they hold
+// for sessions not started yet (the sandboxes waiting in the pool, the
+// descriptors the spare cgroups keep open). The slot is given back when
+// the session ends, or by the caller when the spawn fails.
 func (r *Registry) takeSlot(scope string) string {
 	if text := r.quota.take(scope, r.cfg.maxSessions, r.cfg.maxPerScope); text != "" {
 		return text
 	}
 	text := contain.DescriptorRefusal()
-	if text != "" && r.hosts.sbx != nil && r.hosts.sbx.ShedPool() > 0 {
-		// The sandboxes waiting in the pool hold descriptors; a session
-		// comes first.
+	if text != "" && r.hosts.shedDescriptors() > 0 {
+		// A session comes first.
 		text = contain.DescriptorRefusal()
 	}
 	if text != "" {

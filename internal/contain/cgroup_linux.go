@@ -635,6 +635,26 @@ func (c *Cgroup) PrepareSpare() {
 	}
 }
 
+// ShedPrepared closes what the spare cgroups prepared for their next
+// sessions (their descriptors), for a host process short of descriptors,
+// and returns how many spares had something prepared. The spares stay: a
+// session that takes one sets it up itself. Nil-safe; safe for concurrent
+// use.
+func (r *Root) ShedPrepared() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, sp := range r.spare {
+		if sp.prep.drop() {
+			n++
+		}
+	}
+	return n
+}
+
 // Remove deletes the spare and dirty session cgroups (dirty ones after a
 // last kill) and the registry's cgroup; call it once every session's
 // cgroup is removed.

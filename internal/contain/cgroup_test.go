@@ -148,8 +148,25 @@ func TestCgroupFilesFailClosed(t *testing.T) {
 		again.CloseFD()
 		require.NoError(t, again.Remove(0))
 
-		// A spare dropped by the registry's end closes what it prepared.
+		// A host short of descriptors sheds what the spares prepared; the
+		// spares stay, and the session that takes one sets it up itself.
 		again.PrepareSpare()
+		require.Equal(t, 3, openFDsUnder(t, dir))
+		assert.Equal(t, 1, root.ShedPrepared(), "one spare had something prepared")
+		assert.Zero(t, openFDsUnder(t, dir), "shed")
+		assert.Zero(t, root.ShedPrepared(), "nothing is left to shed")
+		require.Equal(t, []string{dir}, root.Spares(), "the spare stays")
+		shed, err := root.NewSession()
+		require.NoError(t, err)
+		require.Equal(t, dir, shed.Dir())
+		assert.Nil(t, shed.prep, "nothing prepared is handed over")
+		require.NoError(t, lim.Attach(shed))
+		assert.Equal(t, int64(9000), shed.lim.baseCPUUsec, "read at the start")
+		shed.CloseFD()
+		require.NoError(t, shed.Remove(0))
+
+		// A spare dropped by the registry's end closes what it prepared.
+		shed.PrepareSpare()
 		require.Equal(t, []string{dir}, root.Spares())
 		lim.Remove()
 		root.mu.Lock()

@@ -29,6 +29,9 @@ func (*Root) Remove() error { return nil }
 // RetryDirty does nothing off Linux.
 func (*Root) RetryDirty(time.Duration) int { return 0 }
 
+// ShedPrepared has nothing to shed off Linux.
+func (*Root) ShedPrepared() int { return 0 }
+
 // NewSession reports that there are no cgroups off Linux.
 func (*Root) NewSession() (*Cgroup, error) { return nil, errPlatform }
 
@@ -61,6 +64,9 @@ func (*Limiter) Remove() {}
 
 // RetryDirty does nothing off Linux.
 func (*Limiter) RetryDirty() {}
+
+// ShedPrepared has nothing to shed off Linux.
+func (*Limiter) ShedPrepared() int { return 0 }
 
 // DescriptorRefusal never refuses off Linux.
 func DescriptorRefusal() string { return "" }

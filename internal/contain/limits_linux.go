@@ -599,6 +599,24 @@ func (l *Limiter) RetryDirty() {
 	l.dirty = left
 }
 
+// ShedPrepared closes what the spare sets of v1 directories prepared for
+// their next sessions, as Root.ShedPrepared does for cgroups, and returns
+// how many had something prepared. Nil-safe; safe for concurrent use.
+func (l *Limiter) ShedPrepared() int {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, set := range l.spare {
+		if set.prep.drop() {
+			n++
+		}
+	}
+	return n
+}
+
 // Remove deletes the registry's v1 directories; call it after every
 // session cgroup was removed. Nil-safe.
 func (l *Limiter) Remove() {

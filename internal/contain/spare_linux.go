@@ -21,7 +21,9 @@ import (
 // a session that takes a spare not prepared yet sets it up itself, as
 // before a spare had ever been prepared, and what is prepared for a spare
 // already taken is closed. A prepared spare holds a few descriptors
-// (there are MaxSpares of each kind at most). A session closes what it
+// (there are MaxSpares of each kind at most), which a host process short
+// of descriptors takes back (Root.ShedPrepared, Limiter.ShedPrepared):
+// a spare is a cache, and a session comes first. A session closes what it
 // took once it no longer needs it: the directory's after the clone, the
 // tasks files' after the fork. It keeps the memory counters', the peak
 // (as every session does) and, from a prepared spare, the OOM counter,
@@ -67,11 +69,15 @@ func (h *prepared[P]) take() (p P, ok bool) {
 	return p, ok
 }
 
-// drop closes what was offered, for a spare nobody will take.
-func (h *prepared[P]) drop() {
-	if p, ok := h.take(); ok {
+// drop closes what was offered, and anything offered later, for a spare
+// nobody will take or whose descriptors the host needs back; it reports
+// whether something was offered.
+func (h *prepared[P]) drop() bool {
+	p, ok := h.take()
+	if ok {
 		p.close()
 	}
+	return ok
 }
 
 // cgroupPrep is what a v2 spare prepares for its next session.

@@ -150,6 +150,13 @@ func (h *Host) Sweep() (again time.Duration) {
 	return again
 }
 
+// ShedSpares closes the descriptors that the spare session cgroups (and
+// sets of cgroup v1 directories) hold ready for the next sessions, for a
+// host process short of descriptors, and returns how many spares held
+// any. The spares stay, and are set up by the session that takes one.
+// Safe for concurrent use.
+func (h *Host) ShedSpares() int { return h.cgroups.ShedPrepared() + h.limits.ShedPrepared() }
+
 // DropLimits makes later starts give each command a bare session cgroup,
 // without the limits' files and cgroup v1 directories: a baseline for
 // benchmarks that price the limits. For benchmarks only; not safe to
