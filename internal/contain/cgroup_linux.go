@@ -646,13 +646,7 @@ func (r *Root) ShedPrepared() int {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := 0
-	for _, sp := range r.spare {
-		if sp.prep.drop() {
-			n++
-		}
-	}
-	return n
+	return shedPrepared(r.spare)
 }
 
 // Remove deletes the spare and dirty session cgroups (dirty ones after a

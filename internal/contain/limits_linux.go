@@ -608,13 +608,7 @@ func (l *Limiter) ShedPrepared() int {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
-	for _, set := range l.spare {
-		if set.prep.drop() {
-			n++
-		}
-	}
-	return n
+	return shedPrepared(l.spare)
 }
 
 // Remove deletes the registry's v1 directories; call it after every

@@ -80,6 +80,22 @@ func (h *prepared[P]) drop() bool {
 	return ok
 }
 
+// shedPrepared drops what each of spares prepared and returns how many
+// had something prepared (see Root.ShedPrepared).
+func shedPrepared[S interface{ dropPrepared() bool }](spares []S) int {
+	n := 0
+	for _, sp := range spares {
+		if sp.dropPrepared() {
+			n++
+		}
+	}
+	return n
+}
+
+func (sp *spareCgroup) dropPrepared() bool { return sp.prep.drop() }
+
+func (set *v1Spare) dropPrepared() bool { return set.prep.drop() }
+
 // cgroupPrep is what a v2 spare prepares for its next session.
 type cgroupPrep struct {
 	cpuUsec int64 // cpu.stat usage_usec; -1 unknown
