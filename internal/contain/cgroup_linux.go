@@ -645,8 +645,9 @@ func (r *Root) ShedPrepared() int {
 		return 0
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return shedPrepared(r.spare)
+	spares := slices.Clone(r.spare)
+	r.mu.Unlock()
+	return shedPrepared(spares) // each spare's own lock orders it with a take
 }
 
 // Remove deletes the spare and dirty session cgroups (dirty ones after a

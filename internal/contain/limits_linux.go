@@ -607,8 +607,9 @@ func (l *Limiter) ShedPrepared() int {
 		return 0
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return shedPrepared(l.spare)
+	spares := slices.Clone(l.spare)
+	l.mu.Unlock()
+	return shedPrepared(spares) // each spare's own lock orders it with a take
 }
 
 // Remove deletes the registry's v1 directories; call it after every
