@@ -198,6 +198,7 @@ func TestContainmentWorksInAKilledCgroup(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	t.Logf("%s", out)
 	assert.Contains(t, string(out), "exec: ok\n", "the command ran")
+	assert.NotContains(t, string(out), "cleanup:", "the helper removes the cgroup it made")
 	if strings.Contains(string(out), "cgroups: false") {
 		assert.Contains(t, string(out), "required: bgexec: containment required: the kernel SIGKILLs children cloned into a new cgroup", "the reason is given")
 	} else {

@@ -4,6 +4,7 @@ package bgexec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -277,6 +278,26 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
+// removeCgroupDir removes the empty cgroup dir, retrying for up to 10
+// seconds while the kernel still counts a process that is exiting in it
+// (EBUSY); it prints "cleanup:", the error and what cgroup.procs lists
+// when it cannot.
+func removeCgroupDir(dir string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		if time.Now().After(deadline) {
+			procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			fmt.Printf("cleanup: %v (cgroup.procs: %q)\n", err, procs)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // killedCgroupHost moves this helper into a cgroup under base that was
 // killed once before, then runs a command through a new registry (default
 // containment) and asks for required containment, printing what happened.
@@ -286,7 +307,7 @@ func killedCgroupHost(base string) int {
 		fmt.Println("setup:", err)
 		return 1
 	}
-	defer os.Remove(k)
+	defer removeCgroupDir(k)
 	pid := []byte(strconv.Itoa(os.Getpid()))
 	if err := os.WriteFile(filepath.Join(k, "cgroup.kill"), []byte("1"), 0); err != nil {
 		fmt.Println("setup:", err)
