@@ -644,10 +644,7 @@ func (r *Root) ShedPrepared() int {
 	if r == nil {
 		return 0
 	}
-	r.mu.Lock()
-	spares := slices.Clone(r.spare)
-	r.mu.Unlock()
-	return shedPrepared(spares) // each spare's own lock orders it with a take
+	return shedPrepared(&r.mu, &r.spare)
 }
 
 // Remove deletes the spare and dirty session cgroups (dirty ones after a

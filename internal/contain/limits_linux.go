@@ -606,10 +606,7 @@ func (l *Limiter) ShedPrepared() int {
 	if l == nil {
 		return 0
 	}
-	l.mu.Lock()
-	spares := slices.Clone(l.spare)
-	l.mu.Unlock()
-	return shedPrepared(spares) // each spare's own lock orders it with a take
+	return shedPrepared(&l.mu, &l.spare)
 }
 
 // Remove deletes the registry's v1 directories; call it after every

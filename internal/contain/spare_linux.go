@@ -5,6 +5,7 @@ package contain
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,11 +81,16 @@ func (h *prepared[P]) drop() bool {
 	return ok
 }
 
-// shedPrepared drops what each of spares prepared and returns how many
-// had something prepared (see Root.ShedPrepared).
-func shedPrepared[S interface{ dropPrepared() bool }](spares []S) int {
+// shedPrepared drops what each spare in *spares (guarded by mu)
+// prepared and returns how many had something prepared (see
+// Root.ShedPrepared). The descriptors are closed outside mu: each spare's
+// own lock orders a shed with a session taking it.
+func shedPrepared[S interface{ dropPrepared() bool }](mu *sync.Mutex, spares *[]S) int {
+	mu.Lock()
+	list := slices.Clone(*spares)
+	mu.Unlock()
 	n := 0
-	for _, sp := range spares {
+	for _, sp := range list {
 		if sp.dropPrepared() {
 			n++
 		}
