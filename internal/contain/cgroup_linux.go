@@ -323,6 +323,8 @@ type Cgroup struct {
 	// that was killed before is SIGKILLed at birth, because the kill
 	// counter is compared with the forking process's cgroup.
 	killed atomic.Bool
+	// killSent is set once a write to cgroup.kill succeeded (see Dying).
+	killSent atomic.Bool
 
 	// ns is the session's cgroup namespace (nil without one): every
 	// process of the session is in it, even one that moved to another
@@ -470,7 +472,37 @@ func (c *Cgroup) kill() error {
 	if _, err := unix.Write(fd, []byte("1")); err != nil {
 		return &os.PathError{Op: "write", Path: path, Err: err}
 	}
+	c.killSent.Store(true)
 	return nil
+}
+
+// Dying reports whether nothing of the cgroup can run any more, though it
+// is not empty yet: a cgroup.kill was written (every process in the
+// cgroup had SIGKILL then, and the kernel kills one cloned into it after
+// that at birth, or fails the clone), and each process it lists is a
+// zombie or a single thread already in its exit. A pid namespace's init
+// is such a process while it tears its namespaces down (a sandbox's
+// mounts), which can take milliseconds before the cgroup is empty: the
+// session's end can be reported then, and the cgroup removed after. It
+// reports false when it cannot tell.
+func (c *Cgroup) Dying() bool {
+	if !c.killSent.Load() {
+		return false
+	}
+	pids, err := c.Procs()
+	if err != nil {
+		return false
+	}
+	for _, pid := range pids {
+		st, err := ReadStat(pid)
+		switch {
+		case err != nil && !Gone(err):
+			return false
+		case err == nil && st.Live():
+			return false
+		}
+	}
+	return true
 }
 
 // EmptyAfterExit reports whether the cgroup is empty, and records it as

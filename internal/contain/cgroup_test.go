@@ -399,3 +399,82 @@ echo $p > "$1"`
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Dying tells a cgroup that runs nothing any more, though the kernel has
+// not emptied it yet, from one where something may still run: only after
+// a cgroup.kill was written, and only when every process it lists is in
+// its exit.
+func TestCgroupDying(t *testing.T) {
+	t.Parallel()
+	root := newTestRoot(t)
+	start := func(t *testing.T, cg *Cgroup, path string, args ...string) *exec.Cmd {
+		cmd := exec.Command(path, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: cg.FD()}
+		require.NoError(t, cmd.Start())
+		return cmd
+	}
+
+	t.Run("a live process: not before the kill, nor with the kill counted as sent", func(t *testing.T) {
+		cg, err := root.NewSession()
+		require.NoError(t, err)
+		cmd := start(t, cg, "/bin/sleep", "300")
+		defer func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			assert.NoError(t, cg.Remove(10*time.Second))
+		}()
+		assert.False(t, cg.Dying(), "no kill was written")
+		cg.killSent.Store(true) // as if written, with the sleeper not yet reached
+		assert.False(t, cg.Dying(), "the sleeper runs")
+	})
+	t.Run("a cgroup it cannot read is not dying", func(t *testing.T) {
+		c := &Cgroup{dir: filepath.Join(t.TempDir(), "gone"), fd: -1}
+		c.killSent.Store(true)
+		assert.False(t, c.Dying())
+	})
+	t.Run("killed and emptied", func(t *testing.T) {
+		cg, err := root.NewSession()
+		require.NoError(t, err)
+		cmd := start(t, cg, "/bin/sleep", "300")
+		require.NoError(t, cg.kill())
+		_ = cmd.Wait() // killed
+		require.NoError(t, cg.settle(10*time.Second))
+		assert.True(t, cg.Dying())
+		assert.NoError(t, cg.Remove(10*time.Second))
+	})
+	// A sandbox's init tears its namespaces down in its exit, after the
+	// outer bwrap (the session's leader) has exited: for a moment the
+	// cgroup holds only that exiting init. The window is short, so the
+	// test looks until it has caught it.
+	t.Run("a sandbox's init tearing its namespaces down", func(t *testing.T) {
+		bwrap, err := exec.LookPath("bwrap")
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("bwrap not installed")
+			}
+			t.Skip("bwrap not installed")
+		}
+		caught := 0
+		for try := 0; try < 50 && caught < 3; try++ {
+			cg, err := root.NewSession()
+			require.NoError(t, err)
+			cmd := start(t, cg, bwrap, "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true")
+			require.NoError(t, cmd.Wait(), "bwrap ran true")
+			require.NoError(t, cg.KillLeft())
+			if pop, err := cg.Populated(); err == nil && pop && cg.Killed() {
+				pids, err := cg.Procs()
+				require.NoError(t, err)
+				if len(pids) > 0 {
+					st, err := ReadStat(pids[0])
+					if err == nil && st.Live() {
+						t.Fatalf("pid %d of the cgroup runs after bwrap's end: %+v", pids[0], st)
+					}
+					assert.True(t, cg.Dying(), "only the init is left, in its exit")
+					caught++
+				}
+			}
+			require.NoError(t, cg.Remove(10*time.Second))
+		}
+		require.Positive(t, caught, "the cgroup was never seen holding the exiting init in 50 tries")
+	})
+}

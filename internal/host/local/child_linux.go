@@ -44,6 +44,8 @@ type osChild struct {
 	sent    syscall.Signal  // the last signal other than SIGKILL sent to a wrapped command
 	peak    int64           // the cgroup's peak memory, read by Release; -1 unknown; guarded by mu
 	sweep   bool            // KillAtEnd left the cgroup namespace to SweepAfterEnd; guarded by mu
+	atEnd   bool            // KillAtEnd ran: SweepAfterEnd follows Release; guarded by mu
+	remove  bool            // Release left the cgroup's removal to SweepAfterEnd; guarded by mu
 }
 
 // What an osChild is to its session and to the tool layer: checked here,
@@ -97,24 +99,33 @@ func (c *osChild) SignalGroup(sig syscall.Signal) error {
 // (a scan of every process on the host) is left to SweepAfterEnd, after
 // the end is recorded.
 func (c *osChild) KillAtEnd() error {
+	c.mu.Lock()
+	c.atEnd = true
+	c.mu.Unlock()
 	return c.signalGroup(unix.SIGKILL, false)
 }
 
-// SweepAfterEnd first prepares the spare that the session's cgroup
-// became for the next session to start in (contain.Cgroup.PrepareSpare),
-// and then SIGKILLs what is left of the session's cgroup namespace, if
-// KillAtEnd left it, and lets go of the namespace. The host runs no other
-// session in that namespace, so this is not hurried.
+// SweepAfterEnd first removes the session's cgroup if Release left that
+// to it (waiting until the kernel has emptied it), prepares the spare
+// that the cgroup became for the next session to start in
+// (contain.Cgroup.PrepareSpare), and then SIGKILLs what is left of the
+// session's cgroup namespace, if KillAtEnd left it, and lets go of the
+// namespace. The host runs no other session in that namespace, so this
+// is not hurried.
 func (c *osChild) SweepAfterEnd() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var err error
+	if c.remove {
+		c.remove = false
+		err = c.cg.Remove(time.Second)
+	}
 	if c.cg != nil {
 		c.cg.PrepareSpare()
 	}
-	var err error
 	if c.sweep {
 		c.sweep = false
-		err = c.cg.KillNamespace()
+		err = errors.Join(err, c.cg.KillNamespace())
 		c.watchdog.ForgetNamespace(c.cg) // while it is held open: the number is not reused
 		c.cg.ReleaseNamespace()
 	}
@@ -269,10 +280,15 @@ func (c *osChild) EndUsage() (cpuMs int64, ok bool) {
 	return int64(u.Utime.Sec+u.Stime.Sec)*1000 + int64(u.Utime.Usec+u.Stime.Usec)/1000, true
 }
 
-// release removes the session's cgroup once its processes are gone. An
+// Release removes the session's cgroup once its processes are gone. An
 // error means some may still run: the cgroup was not seen empty (it is
 // then kept from reuse and killed again later), or, without a cgroup, the
-// last SIGKILL of the process group failed.
+// last SIGKILL of the process group failed. At the session's end (after
+// KillAtEnd) a cgroup that is only dying (contain.Cgroup.Dying: killed,
+// and each process left in it already in its exit, such as a sandbox's
+// init tearing its namespaces down) runs nothing of the session any
+// more: its removal, which waits until the kernel has emptied it, is
+// then left to SweepAfterEnd, after the end is reported.
 func (c *osChild) Release() error {
 	if c.cg != nil {
 		peak, ok := c.cg.PeakMemory() // before the cgroup goes or serves another session
@@ -281,10 +297,16 @@ func (c *osChild) Release() error {
 		}
 		c.mu.Lock()
 		c.peak = peak
-		sweep := c.sweep
+		sweep, atEnd := c.sweep, c.atEnd
 		c.mu.Unlock()
 		if !sweep {
 			c.watchdog.ForgetNamespace(c.cg) // while it is held open: the number is not reused
+		}
+		if atEnd && !c.cg.EmptyAfterExit() && c.cg.Dying() {
+			c.mu.Lock()
+			c.remove = true
+			c.mu.Unlock()
+			return nil
 		}
 		return c.cg.Remove(time.Second)
 	}

@@ -51,9 +51,9 @@ func (h *Host) StartHeld(dir string, w *Wrap) (*Held, error) {
 	return &Held{sp: sp, state: state}, nil
 }
 
-// Stdout is the read end of the wrapper's stdout, non-blocking (read
-// deadlines apply), for the wrapper to say it is ready. The held command
-// owns it.
+// Stdout is the read end of the command's stdout (the wrapper's, or its
+// fd 6 with [Wrap.MoveStdio]), non-blocking (read deadlines apply), for
+// the wrapper to say it is ready. The held command owns it.
 func (p *Held) Stdout() *os.File {
 	f, _ := p.sp.outputs[0].(*os.File)
 	return f

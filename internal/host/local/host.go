@@ -203,6 +203,16 @@ type Wrap struct {
 	// start cold. A terminal session, or a command long enough to be
 	// handed over as a script, is never offered.
 	Take func(argv, env []string, stdin, keepState bool) *Held
+	// MoveStdio, when set, gives the command's stdin, stdout and stderr
+	// to the wrapper as fds 5, 6 and 7 (after the script's fd 3 and the
+	// state file's fd 4; fd 5 is closed when the command reads
+	// /dev/null), and the wrapper /dev/null as its own fds 0 to 2: the
+	// wrapper moves them into place for its command. A wrapper whose
+	// pid 1 keeps its own fds 0 to 2 until its namespaces are torn down
+	// (bwrap's init does) then does not hold the session's output open
+	// after its command ended, so the output's end is seen when the
+	// command's is. Not with a terminal.
+	MoveStdio bool
 }
 
 // StartWrapped starts spec inside w's wrapper. The wrapper is the process

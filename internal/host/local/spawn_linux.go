@@ -148,7 +148,8 @@ func (fl *spawnFiles) stdio(cmd *exec.Cmd, spec *spawnSpec, sp *spawned) error {
 }
 
 // extras hands the child its script (fd 3) and shell-state file (fd 4),
-// and hands the command to its wrapper for a wrapped spawn.
+// and hands the command to its wrapper for a wrapped spawn (with its
+// stdin, stdout and stderr as fds 5 to 7 when the wrapper moves them).
 func (fl *spawnFiles) extras(cmd *exec.Cmd, spec *spawnSpec) error {
 	if spec.script != "" {
 		f, err := scriptFile(spec.script)
@@ -165,6 +166,15 @@ func (fl *spawnFiles) extras(cmd *exec.Cmd, spec *spawnSpec) error {
 			files[0] = cmd.ExtraFiles[0]
 		}
 		cmd.ExtraFiles = files
+	}
+	if spec.wrap != nil && spec.wrap.MoveStdio && !spec.pty {
+		files := make([]*os.File, 2, 5)
+		copy(files, cmd.ExtraFiles)
+		in, _ := cmd.Stdin.(*os.File) // nil without a stdin pipe: fd 5 stays closed
+		out, _ := cmd.Stdout.(*os.File)
+		errOut, _ := cmd.Stderr.(*os.File)
+		cmd.ExtraFiles = append(files, in, out, errOut)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil // the wrapper's own: /dev/null
 	}
 	if spec.wrap != nil {
 		argv := append([]string{spec.path}, spec.args[1:]...)

@@ -52,7 +52,7 @@ func (h *Host) startWarm() (*warmSandbox, error) {
 	command := func(argv []string, pty bool, extra []*os.File) (string, []string, []*os.File, []*os.File, error) {
 		return w.Command(argv, w.Dir(), w.ReadOnly(), pty, extra)
 	}
-	held, err := h.local.StartHeld(w.Dir(), &local.Wrap{Command: command})
+	held, err := h.local.StartHeld(w.Dir(), &local.Wrap{Command: command, MoveStdio: true})
 	if err != nil {
 		w.Close()
 		return nil, err

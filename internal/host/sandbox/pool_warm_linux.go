@@ -18,10 +18,15 @@ import (
 // A warm sandbox is bubblewrap started ahead of time, in the default
 // workdir, with every namespace, mount and the seccomp filter of a cold
 // one, running a stub: a POSIX shell that says it is ready (one byte on
-// its stdout) and then sources its control pipe (fd 3), which is empty
-// until the sandbox is taken. Taking it writes one brace group there: close
-// the control pipe, and the state file (fd 4) unless the shell's state is
-// kept, take stdin from /dev/null unless the session writes to it, and
+// the session's stdout) and then sources its control pipe (fd 3), which
+// is empty until the sandbox is taken. The session's stdin, stdout and
+// stderr are the stub's fds 5, 6 and 7 (local.Wrap.MoveStdio), not
+// bwrap's own fds 0 to 2, which are /dev/null: bwrap's pid 1 keeps its
+// own until the sandbox's namespaces are torn down, and would hold the
+// session's output open that long after the command ended. Taking the
+// sandbox writes one brace group to the control pipe: close it, move fds
+// 5 to 7 into place (stdin from /dev/null unless the session writes to
+// it), close the state file (fd 4) unless the shell's state is kept, and
 // exec the command's shell with exactly the session's environment. Where
 // /bin/sh is dash, whose environment is empty but for the PWD it adds
 // (bwrap starts the stub with none), the group unsets PWD and exports each
@@ -45,7 +50,7 @@ import (
 // a shell path with "=").
 
 // stubScript is the warm sandbox's shell script.
-const stubScript = "printf .; . /dev/fd/3"
+const stubScript = "printf . >&6; . /dev/fd/3"
 
 // stubShell and envPaths are where the stub's shell and env(1) are looked
 // for, on the host, which the sandbox shows read-only.
@@ -277,12 +282,14 @@ const execTimeout = 5 * time.Second
 // else (its stub runs nothing from a partial write, see above).
 func (w *Warm) Exec(argv, env []string, stdin, keepState bool) error {
 	var b strings.Builder
-	b.WriteString("{ exec 3<&-")
+	b.WriteString("{ exec 3<&- 1>&6 2>&7 6>&- 7>&-")
 	if !keepState {
 		b.WriteString(" 4>&-")
 	}
-	if !stdin {
-		b.WriteString(" </dev/null")
+	if stdin {
+		b.WriteString(" 0<&5 5<&-")
+	} else {
+		b.WriteString(" </dev/null 5<&-")
 	}
 	switch {
 	case w.dash && allNames(env):

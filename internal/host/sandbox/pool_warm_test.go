@@ -37,12 +37,15 @@ func runWarm(t *testing.T, p *Plan, argv, env []string) (string, int) {
 	state, err := os.CreateTemp(t.TempDir(), "state")
 	require.NoError(t, err)
 	defer state.Close()
-	path, args, files, owned, err := w.Command(nil, w.Dir(), w.ReadOnly(), false, []*os.File{nil, state})
-	require.NoError(t, err)
 	outR, outW, err := os.Pipe()
 	require.NoError(t, err)
 	defer outR.Close()
-	cmd := &exec.Cmd{Path: path, Args: args, Dir: w.Dir(), Env: []string{}, Stdout: outW, Stderr: os.Stderr, ExtraFiles: files,
+	// As the local host lays them out (local.Wrap.MoveStdio): the
+	// script's place, the state file, then the command's stdin (none:
+	// it reads /dev/null), stdout and stderr; bwrap's own are /dev/null.
+	path, args, files, owned, err := w.Command(nil, w.Dir(), w.ReadOnly(), false, []*os.File{nil, state, nil, outW, os.Stderr})
+	require.NoError(t, err)
+	cmd := &exec.Cmd{Path: path, Args: args, Dir: w.Dir(), Env: []string{}, ExtraFiles: files,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	require.NoError(t, cmd.Start())
 	_ = outW.Close()
