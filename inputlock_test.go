@@ -15,17 +15,35 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// pipeQueued reports how many bytes wait unread in the pipe that is fd 0
-// of pid, through a read end of its own opened via /proc (it reads
-// nothing: FIONREAD only counts).
+// pipeQueued reports how many bytes wait unread in the session's stdin
+// pipe, through a read end of its own opened via /proc (it reads nothing:
+// FIONREAD only counts). The pipe is fd 0 of pid or, where pid is a
+// wrapper whose own fd 0 is /dev/null (a pooled sandbox's bwrap), of the
+// first of its descendants whose fd 0 is a pipe.
 func pipeQueued(t *testing.T, pid int) int {
 	t.Helper()
-	f, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/fd/0", os.O_RDONLY|unix.O_NONBLOCK, 0)
-	require.NoError(t, err)
-	defer f.Close()
-	n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
-	require.NoError(t, err)
-	return n
+	for next := []int{pid}; len(next) > 0; {
+		p := next[0]
+		next = next[1:]
+		dir := "/proc/" + strconv.Itoa(p)
+		if f, err := os.OpenFile(dir+"/fd/0", os.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
+			st, err := f.Stat()
+			if err == nil && st.Mode()&os.ModeNamedPipe != 0 {
+				n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
+				_ = f.Close()
+				require.NoError(t, err)
+				return n
+			}
+			_ = f.Close()
+		}
+		b, _ := os.ReadFile(dir + "/task/" + strconv.Itoa(p) + "/children") // gone: nothing below
+		for _, c := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(c); err == nil {
+				next = append(next, n)
+			}
+		}
+	}
+	return 0 // not started yet: the caller looks again
 }
 
 // TestInputWaitsAtMostItsDeadline attacks the input lock: a write that
