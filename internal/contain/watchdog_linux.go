@@ -414,7 +414,8 @@ func (w *Watchdog) send(op string, pgid int) {
 // in the list when it has room (unlisting where it was listed), else by
 // a line to every watchdog process. A watchdog process that does not read
 // the list is sent the line either way. An entry listed by line stays
-// there until it is unlisted, so that no entry is in both.
+// there until it is unlisted, so that no entry is in both. Unlisting an
+// entry that was never listed sends nothing.
 func (w *Watchdog) orderLocked(op, value string) {
 	key := "+" + op[1:] + " " + value
 	_, lined := w.lined[key]
@@ -425,6 +426,12 @@ func (w *Watchdog) orderLocked(op, value string) {
 		} else {
 			inList = w.list.remove(key[:len(op)], value)
 		}
+	}
+	if op[0] == '-' && !inList && !lined {
+		// Never listed: no watchdog process knows of it, and a line would
+		// only wake them all (a cgroup session's group, which the cgroup's
+		// kill covers, is forgotten at its end without ever being watched).
+		return
 	}
 	if !inList {
 		if op[0] == '+' {

@@ -303,3 +303,43 @@ func runWatchdog(t *testing.T, cg string, list *os.File, setup func(*exec.Cmd)) 
 		}
 	}
 }
+
+// A line wakes every watchdog process. Forgetting what was never watched
+// (a cgroup session's group, forgotten at its end) sends none; forgetting
+// what was watched still tells each watchdog process that was told of it.
+// The watchdog processes here are pipes the test reads: one that reads
+// the list and one that is sent every entry as a line.
+func TestWatchdogForgetsTheUnwatchedSilently(t *testing.T) {
+	t.Parallel()
+	l, err := newWatchList(8)
+	if err != nil {
+		t.Skipf("no sealed list on this kernel: %v", err)
+	}
+	defer l.close()
+	w := &Watchdog{list: l, stop: make(chan struct{}), lined: make(map[string]struct{})}
+	var reads [WatchdogCount]int
+	for i := range w.procs {
+		r, wr, err := os.Pipe()
+		require.NoError(t, err)
+		defer r.Close()
+		defer wr.Close()
+		reads[i] = int(r.Fd()) // Fd makes it blocking: then non-blocking again
+		require.NoError(t, unix.SetNonblock(reads[i], true))
+		w.procs[i] = &watchdogProc{lifeline: wr, list: i == 0}
+	}
+	sent := func(i int) string {
+		buf := make([]byte, 4096)
+		n, _ := unix.Read(reads[i], buf) // EAGAIN: nothing was sent
+		return string(buf[:max(n, 0)])
+	}
+	w.Forget(4242)
+	w.ForgetNamespace(&Cgroup{ns: &namespace{ino: 4026539999}})
+	assert.Empty(t, sent(0), "the list reader")
+	assert.Empty(t, sent(1), "the line reader")
+	assert.Empty(t, listText(t, l))
+
+	w.Watch(4343)
+	w.Forget(4343)
+	assert.Empty(t, sent(0), "the list reader found it on the list")
+	assert.Equal(t, "+ 4343\n- 4343\n", sent(1), "the line reader was told of it and then told to forget it")
+}
