@@ -139,8 +139,9 @@ func (w *Warm) ReadOnly() bool { return w.readOnly }
 
 // Command is [Plan.Command] for the warm sandbox, which the spawn calls in
 // its place: argv is ignored (the sandbox runs its stub), extra's fd 3
-// (the script's place, empty) becomes the control pipe, and fd 4 stays
-// the state file. The control pipe's read end is among owned, closed
+// (the script's place, empty) becomes the control pipe, fd 4 stays the
+// state file, and fds 5 to 7 the session's stdin, stdout and stderr
+// (local.Wrap.MoveStdio). The control pipe's read end is among owned, closed
 // after the start. No test hook runs: a warm sandbox starts in the
 // background, at no call's stage.
 func (w *Warm) Command(_ []string, dir string, dirReadOnly, pty bool, extra []*os.File) (path string, args []string, files, owned []*os.File, err error) {
