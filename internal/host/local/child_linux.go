@@ -114,12 +114,15 @@ func (c *osChild) KillAtEnd() error {
 // is not hurried.
 func (c *osChild) SweepAfterEnd() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	remove := c.remove
+	c.remove = false
+	c.mu.Unlock()
 	var err error
-	if c.remove {
-		c.remove = false
-		err = c.cg.Remove(time.Second)
+	if remove {
+		err = c.cg.Remove(time.Second) // not under mu: it may wait up to a second
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.cg != nil {
 		c.cg.PrepareSpare()
 	}
