@@ -63,6 +63,7 @@ heap            ^BenchmarkHeapPerSession$   1x    1x
 exec            ^BenchmarkExec$             300x  10x
 exec-concurrent ^BenchmarkExecConcurrent$   10x   2x
 exec-peers      ^BenchmarkExecPeers$        300x  10x
+exec-floor      ^BenchmarkExecFloor$        300x  10x
 ingest-pty      ^BenchmarkIngestPTY$        3x    1x
 idle-sessions   ^BenchmarkIdleSessions$     1x    1x
 busy-host       ^BenchmarkBusyHost$         20x   3x
