@@ -193,7 +193,9 @@ func (g *guardedRunner) run(b *testing.B, cmdline string) []byte {
 		go func() {
 			defer g.wg.Done()
 			if g.scan {
-				killNamespace(b, link)
+				if err := killNamespace(link); err != nil {
+					b.Error(err) // not Fatal: this is not the benchmark's goroutine
+				}
 			}
 			if held != nil {
 				_ = held.Close() // Best effort: read-only.
@@ -233,13 +235,13 @@ func awaitExitUnreaped(b *testing.B, pid int) {
 
 // killNamespace SIGKILLs every process /proc shows in the cgroup
 // namespace link ("cgroup:[ino]"), until none is left.
-func killNamespace(b *testing.B, link string) {
+func killNamespace(link string) error {
 	buf := make([]byte, 64)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		names, err := os.ReadDir("/proc")
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 		found := 0
 		for _, e := range names {
@@ -257,10 +259,10 @@ func killNamespace(b *testing.B, link string) {
 			}
 		}
 		if found == 0 {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%d processes of %s still ran 10 s after SIGKILL", found, link)
+			return fmt.Errorf("%d processes of %s still ran 10 s after SIGKILL", found, link)
 		}
 		time.Sleep(time.Millisecond)
 	}
