@@ -346,18 +346,7 @@ func BenchmarkExecFloor(b *testing.B) {
 		sc := newBenchRegistry(b, Config{Containment: ContainmentOff}).Scope("bench")
 		var raw, floor, lib []time.Duration
 		sides := []func(){
-			func() {
-				var out, errb bytes.Buffer
-				c := exec.Command(benchShell, "-c", cmdline)
-				c.Env = env
-				c.Stdout, c.Stderr = &out, &errb
-				err := c.Run()
-				t := time.Now().UnixNano()
-				if err != nil {
-					b.Fatal(err)
-				}
-				raw = append(raw, time.Duration(t-parseStamp(b, out.String())))
-			},
+			func() { raw = append(raw, osexecStamp(b, env, cmdline)) },
 			func() {
 				out := g.run(b, cmdline)
 				t := time.Now().UnixNano()

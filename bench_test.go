@@ -1466,6 +1466,22 @@ func readPid(b *testing.B, path string) int {
 	return pid
 }
 
+// osexecStamp runs cmdline, which prints a CLOCK_REALTIME stamp in ns as
+// its last act, through os/exec with the output captured, and returns the
+// time from that stamp to Run returning.
+func osexecStamp(b *testing.B, env []string, cmdline string) time.Duration {
+	var out, errb bytes.Buffer
+	c := exec.Command(benchShell, "-c", cmdline)
+	c.Env = env
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	t := time.Now().UnixNano()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(t - parseStamp(b, out.String()))
+}
+
 // reportLatency reports medians and p99 of both sides in µs.
 func reportLatency(b *testing.B, base, lib []time.Duration) {
 	b.ReportMetric(benchMicros(benchPercentile(lib, 0.5)), "p50-µs")
@@ -1546,18 +1562,7 @@ func BenchmarkLatency(b *testing.B) {
 		const cmdline = "exec date +%s%N"
 		var base, lib []time.Duration
 		for i := 0; b.Loop(); i++ {
-			baseOne := func() {
-				var out, errb bytes.Buffer
-				c := exec.Command(benchShell, "-c", cmdline)
-				c.Env = env
-				c.Stdout, c.Stderr = &out, &errb
-				err := c.Run()
-				t := time.Now().UnixNano()
-				if err != nil {
-					b.Fatal(err)
-				}
-				base = append(base, time.Duration(t-parseStamp(b, out.String())))
-			}
+			baseOne := func() { base = append(base, osexecStamp(b, env, cmdline)) }
 			libOne := func() {
 				res := benchExec(b, sc, &ExecRequest{Command: cmdline}, StatusCompleted)
 				t := time.Now().UnixNano()
