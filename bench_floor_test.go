@@ -44,11 +44,10 @@ import (
 // removed. Where cgroup2 is mounted without nsdelegate a process could
 // have moved itself out of its cgroup, so after the call returned, a
 // goroutine kills every process /proc shows in the command's cgroup
-// namespace. That floor leaves out
-// what bgexec adds to keep its other promises there: the limits (on a
-// hybrid host the cgroup v1 directories the forking thread joins and
-// leaves), the peak-memory and OOM reads, and the watchdog that kills the
-// cgroups if this process dies.
+// namespace. That floor leaves out what bgexec adds to keep its other
+// promises there: the limits (on a hybrid host the cgroup v1 directories
+// the forking thread joins and leaves), the peak-memory and OOM reads,
+// and the watchdog that kills the cgroups if this process dies.
 //
 // It keeps no session, no registry, no output cleaning or caps. It
 // measures the floor under bgexec's exec: what these steps cost over
@@ -157,6 +156,7 @@ func (g *guardedRunner) run(b *testing.B, cmdline string) []byte {
 		err = c.Start()
 		_ = unix.Close(fd) // Best effort: an O_PATH descriptor.
 		if err != nil {
+			_ = os.Remove(dir) // Best effort: nothing ever ran in it.
 			b.Fatal(err)
 		}
 		// Held open until the end, so its number is not reused. A leader
